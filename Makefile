@@ -1,0 +1,39 @@
+# `make demo` and `make test` are the two commands a fresh machine needs; both create .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: venv test lint typecheck unit demo bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch is pinned for development: a CPU wheel of it is available locally, an unpinned one pulls GBs.
+	$(PY) -m pip install -q "torch==2.13.0" numpy
+	$(PY) -m pip install -q -e ".[dev,local,emulator,build]"
+	touch $(STAMP)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+unit: venv
+	NO_GCE_CHECK=true $(PY) -m pytest -q
+
+test: lint typecheck unit
+
+demo: venv
+	$(VENV)/bin/vertexdist validate job_templates/
+	$(VENV)/bin/vertexdist render job_templates/a2-4g-x2.yaml
+
+bench: venv
+	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .vertexdist .pytest_cache .mypy_cache .ruff_cache

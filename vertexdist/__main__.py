@@ -1,0 +1,3 @@
+from vertexdist.cli.main import run
+
+run()

@@ -1,0 +1,90 @@
+"""The `vertexdist` entry point and its single error boundary.
+
+Command modules are imported here, so each must stay light at import time: heavy libraries
+(google-cloud-aiplatform, torch) are imported inside the command functions that need them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from vertexdist import __version__
+from vertexdist.errors import VertexdistError
+
+app = typer.Typer(
+    name="vertexdist",
+    help=(
+        "One YAML template to a distributed PyTorch (DDP) job on Vertex AI,"
+        " and the same job on your machine first."
+    ),
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+_state = {"debug": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"vertexdist {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks for errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    _state["debug"] = debug
+
+
+def _register() -> None:
+    # One line per command module; each module exposes `register(app)`.
+    from vertexdist.cli import commands
+
+    for module in commands.MODULES:
+        module.register(app)
+
+
+def _report(error: VertexdistError) -> None:
+    message = error.message if error.message.startswith("error") else f"error: {error.message}"
+    print(message, file=sys.stderr)
+    if error.hint:
+        print(f"hint: {error.hint}", file=sys.stderr)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry: run the app, turn library errors into messages and exit codes.
+
+    typer (standalone mode) handles usage errors (exit 2) and `typer.Exit`; everything else that
+    escapes a command lands here.
+    """
+    _register()
+    args = sys.argv[1:] if argv is None else argv
+    _state["debug"] = "--debug" in args
+    try:
+        app(args=args, prog_name="vertexdist")
+    except VertexdistError as exc:
+        if _state["debug"]:
+            raise
+        _report(exc)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:
+        if _state["debug"]:
+            raise
+        print(f"error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("hint: run again with --debug for the traceback, and report it", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    run()
