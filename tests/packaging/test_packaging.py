@@ -1,0 +1,121 @@
+"""The trainer sdist: reproducible bytes, the SDK's layout, and a local install of it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from vertexdist.packaging import (
+    SCRIPT_PACKAGE,
+    PackagingError,
+    build_sdist,
+    install_package,
+    package_uri,
+)
+
+
+@dataclass
+class Trainer:
+    package: Path | None = None
+    script: Path | None = None
+    requirements: list[str] = field(default_factory=list)
+
+
+def _make_package(root: Path, name: str = "mytrainer") -> Path:
+    pkg = root / name
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task.py").write_text("import sys\nprint('task ran', sys.argv[1:])\n")
+    (pkg / "config.json").write_text('{"lr": 0.1}\n')
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "task.cpython-311.pyc").write_bytes(b"junk")
+    return pkg
+
+
+def test_same_sources_give_the_same_bytes_whatever_the_file_times(tmp_path: Path) -> None:
+    first = build_sdist(Trainer(package=_make_package(tmp_path / "a")), tmp_path / "out1")
+    pkg_b = _make_package(tmp_path / "b")
+    for path in pkg_b.rglob("*"):
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+    second = build_sdist(Trainer(package=pkg_b), tmp_path / "out2")
+    assert first.digest == second.digest
+    assert first.path.read_bytes() == second.path.read_bytes()
+    assert first.filename == "mytrainer-0.1.tar.gz"
+
+
+def test_a_changed_file_changes_the_digest(tmp_path: Path) -> None:
+    pkg = _make_package(tmp_path)
+    before = build_sdist(Trainer(package=pkg), tmp_path / "out")
+    (pkg / "task.py").write_text("print('changed')\n")
+    after = build_sdist(Trainer(package=pkg), tmp_path / "out")
+    assert before.digest != after.digest
+
+
+def test_sdist_layout_skips_caches_and_carries_requirements(tmp_path: Path) -> None:
+    built = build_sdist(Trainer(package=_make_package(tmp_path), requirements=["pyyaml>=6"]), tmp_path / "o")
+    with tarfile.open(built.path) as tar:
+        names = tar.getnames()
+        pkg_info = tar.extractfile("mytrainer-0.1/PKG-INFO").read().decode()  # type: ignore[union-attr]
+    assert names == sorted(names)
+    assert "mytrainer-0.1/mytrainer/task.py" in names
+    assert "mytrainer-0.1/mytrainer/config.json" in names
+    assert not any("__pycache__" in name for name in names)
+    assert "Requires-Dist: pyyaml>=6" in pkg_info
+
+
+def test_a_script_is_packaged_like_the_sdk_does(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("print('hello from script')\n")
+    built = build_sdist(Trainer(script=script), tmp_path / "o")
+    assert built.dist_name == SCRIPT_PACKAGE
+    with tarfile.open(built.path) as tar:
+        assert f"{SCRIPT_PACKAGE}-0.1/{SCRIPT_PACKAGE}/task.py" in tar.getnames()
+
+
+def test_package_uri_is_content_addressed(tmp_path: Path) -> None:
+    built = build_sdist(Trainer(package=_make_package(tmp_path)), tmp_path / "o")
+    uri = package_uri("gs://bucket/staging/", built)
+    assert uri == f"gs://bucket/staging/vertexdist/packages/{built.digest[:16]}/mytrainer-0.1.tar.gz"
+
+
+def test_bad_sources_get_clear_errors(tmp_path: Path) -> None:
+    (tmp_path / "notapkg").mkdir()
+    with pytest.raises(PackagingError, match=r"no __init__\.py"):
+        build_sdist(Trainer(package=tmp_path / "notapkg"), tmp_path / "o")
+    with pytest.raises(PackagingError, match="not found"):
+        build_sdist(Trainer(script=tmp_path / "missing.py"), tmp_path / "o")
+
+
+@pytest.mark.integration
+def test_install_runs_the_installed_copy_and_is_reused(tmp_path: Path) -> None:
+    built = build_sdist(Trainer(package=_make_package(tmp_path / "src")), tmp_path / "o")
+    site = install_package(built.path, tmp_path / "cache")
+    assert (site / "mytrainer" / "config.json").is_file()
+    result = subprocess.run(
+        [sys.executable, "-m", "mytrainer.task", "--epochs", "1"],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "task ran ['--epochs', '1']" in result.stdout
+    marker = site / ".vertexdist-installed"
+    stamp = marker.stat().st_mtime_ns
+    assert install_package(built.path, tmp_path / "cache") == site
+    assert marker.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.integration
+def test_a_broken_package_fails_install_with_the_pip_message(tmp_path: Path) -> None:
+    pkg = _make_package(tmp_path / "src")
+    built = build_sdist(Trainer(package=pkg, requirements=["not a valid requirement !!"]), tmp_path / "o")
+    with pytest.raises(PackagingError, match=r"installing mytrainer-0\.1\.tar\.gz failed"):
+        install_package(built.path, tmp_path / "cache")
+    assert not any(p.name.startswith(".install-") for p in (tmp_path / "cache").iterdir())

@@ -1,0 +1,215 @@
+"""Python-package form of a training job: a deterministic sdist of the trainer, its URI, and a local install.
+
+Vertex runs a `pythonPackageSpec` by pip-installing `packageUris` and running `python -m <module>`
+(https://cloud.google.com/vertex-ai/docs/training/create-python-pre-built-container). The layout follows
+google-cloud-aiplatform's own packager: a script becomes package `aiplatform_custom_trainer_script` with
+`task.py`. Unlike the SDK's (timestamped) sdist, this one is byte-for-byte reproducible, so its sha256
+names it and an unchanged package is never uploaded or installed twice.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from vertexdist.errors import VertexdistError
+
+SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"
+DEFAULT_VERSION = "0.1"
+# 1980-01-01: the oldest time every archive format downstream (zip wheels included) accepts.
+_FIXED_MTIME = 315532800
+_SKIPPED_DIRS = frozenset(
+    {"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+)
+_SKIPPED_SUFFIXES = (".pyc", ".pyo", ".so.tmp")
+
+
+class TrainerSource(Protocol):
+    """What packaging needs of a template's `trainer` section."""
+
+    @property
+    def package(self) -> Path | None: ...
+    @property
+    def script(self) -> Path | None: ...
+    @property
+    def requirements(self) -> list[str]: ...
+
+
+class PackagingError(VertexdistError):
+    """The trainer could not be packaged or installed."""
+
+
+@dataclass(frozen=True)
+class BuiltPackage:
+    path: Path
+    dist_name: str
+    version: str
+    digest: str
+
+    @property
+    def filename(self) -> str:
+        return f"{self.dist_name}-{self.version}.tar.gz"
+
+
+def package_uri(staging_bucket: str, pkg: BuiltPackage) -> str:
+    """Where the sdist lives in the staging bucket; the digest in the path makes it content-addressed."""
+    return f"{staging_bucket.rstrip('/')}/vertexdist/packages/{pkg.digest[:16]}/{pkg.filename}"
+
+
+def _setup_py(dist_name: str, version: str, requirements: Sequence[str]) -> str:
+    return (
+        "from setuptools import find_packages, setup\n\n"
+        "setup(\n"
+        f"    name={dist_name!r},\n"
+        f"    version={version!r},\n"
+        "    packages=find_packages(),\n"
+        "    package_data={'': ['*', '**/*']},\n"
+        f"    install_requires={list(requirements)!r},\n"
+        ")\n"
+    )
+
+
+def _pkg_info(dist_name: str, version: str, requirements: Sequence[str]) -> str:
+    lines = ["Metadata-Version: 2.1", f"Name: {dist_name}", f"Version: {version}"]
+    lines += [f"Requires-Dist: {req}" for req in requirements]
+    return "\n".join(lines) + "\n"
+
+
+def _package_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """(relative posix path, file) for every file of a package folder, in a stable order."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and not d.endswith(".egg-info"))
+        for name in sorted(filenames):
+            if name.endswith(_SKIPPED_SUFFIXES):
+                continue
+            path = Path(dirpath, name)
+            yield path.relative_to(root.parent).as_posix(), path
+
+
+def _sdist_members(trainer: TrainerSource) -> tuple[str, list[tuple[str, bytes]]]:
+    requirements = list(trainer.requirements)
+    if trainer.package is not None:
+        root = Path(trainer.package)
+        if not (root / "__init__.py").is_file():
+            raise PackagingError(
+                f"{root}: not a Python package (no __init__.py)",
+                hint="point trainer.package at a folder that holds __init__.py, or use trainer.script",
+            )
+        dist_name = root.name
+        files = [(rel, path.read_bytes()) for rel, path in _package_files(root)]
+    elif trainer.script is not None:
+        script = Path(trainer.script)
+        if not script.is_file():
+            raise PackagingError(f"{script}: trainer script not found", hint="check trainer.script")
+        dist_name = SCRIPT_PACKAGE
+        files = [(f"{SCRIPT_PACKAGE}/__init__.py", b""), (f"{SCRIPT_PACKAGE}/task.py", script.read_bytes())]
+    else:
+        raise PackagingError("the trainer has neither a package nor a script", hint="set trainer.package")
+    files.append(("setup.py", _setup_py(dist_name, DEFAULT_VERSION, requirements).encode()))
+    files.append(("PKG-INFO", _pkg_info(dist_name, DEFAULT_VERSION, requirements).encode()))
+    return dist_name, sorted(files)
+
+
+def _tar_gz(prefix: str, members: Iterable[tuple[str, bytes]]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for rel, data in members:
+            info = tarfile.TarInfo(f"{prefix}/{rel}")
+            info.size = len(data)
+            info.mtime = _FIXED_MTIME
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build_sdist(trainer: TrainerSource, out_dir: Path) -> BuiltPackage:
+    """Write the trainer's sdist to `out_dir`; identical sources give identical bytes and digest."""
+    dist_name, members = _sdist_members(trainer)
+    data = _tar_gz(f"{dist_name}-{DEFAULT_VERSION}", members)
+    digest = hashlib.sha256(data).hexdigest()
+    pkg = BuiltPackage(path=Path(), dist_name=dist_name, version=DEFAULT_VERSION, digest=digest)
+    path = Path(out_dir) / digest[:16] / pkg.filename
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        _write_atomic(path, data)
+    return BuiltPackage(path=path, dist_name=dist_name, version=DEFAULT_VERSION, digest=digest)
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def install_package(sdist: Path, cache_dir: Path) -> Path:
+    """pip-install `sdist` (without dependencies) into a folder keyed by its digest; reuse it when present.
+
+    The returned folder goes on PYTHONPATH, so a replica imports the installed copy, not the source tree:
+    a file left out of the package fails locally exactly as it would on Vertex.
+    """
+    target = Path(cache_dir) / file_digest(sdist)[:16]
+    marker = target / ".vertexdist-installed"
+    if marker.is_file():
+        return target
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=cache_dir, prefix=".install-"))
+    try:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-index",
+                "--disable-pip-version-check",
+                "--no-compile",
+                "--target",
+                str(staging),
+                str(sdist),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PIP_NO_INPUT": "1"},
+        )
+        if result.returncode != 0:
+            tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
+            raise PackagingError(
+                f"installing {Path(sdist).name} failed:\n{tail}",
+                hint="the same install runs on Vertex; fix the package (setup, files) and try again",
+            )
+        (staging / marker.name).write_text(str(sdist) + "\n")
+        try:
+            os.replace(staging, target)
+        except OSError:
+            # Another run installed the same digest first; theirs is identical.
+            if not marker.is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
