@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-MODULES: list[ModuleType] = []
+from vertexdist.cli import machines, render, schema, validate
+
+MODULES: list[ModuleType] = [validate, render, schema, machines]

@@ -1,0 +1,269 @@
+"""The loader: safe YAML, one clear problem per bad input with file, line, column and field path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vertexdist.errors import Problem, TemplateError, UsageError
+from vertexdist.spec import JobTemplate, check_paths, inspect_file, load_template, template_files
+from vertexdist.spec.catalog_data import DEFAULT_CONTAINER_URI
+from vertexdist.spec.models import bundled_trainer_dir
+
+from .conftest import WriteTemplate
+
+
+def _errors(path: Path) -> list[Problem]:
+    with pytest.raises(TemplateError) as info:
+        load_template(path)
+    assert all(p.severity == "error" for p in info.value.problems)
+    return info.value.problems
+
+
+def test_valid_template_loads_with_defaults(write_template: WriteTemplate) -> None:
+    path = write_template()
+    template = load_template(path)
+    assert isinstance(template, JobTemplate)
+    assert template.source_path == path.resolve()
+    assert template.container_uri == DEFAULT_CONTAINER_URI
+    assert template.trainer.package == bundled_trainer_dir()
+    assert template.trainer.module == "trainer_pkg.task"
+    assert template.boot_disk_type == "pd-ssd"
+    assert "source_path" not in template.model_dump()
+
+
+def test_template_is_frozen(write_template: WriteTemplate) -> None:
+    template = load_template(write_template())
+    with pytest.raises(Exception, match="frozen"):
+        template.replica_count = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "col", "fragment"),
+    [
+        ("display_name: [unclosed\n", 2, 1, "invalid YAML"),
+        ("", 1, 1, "empty"),
+        ("# only a comment\n", 1, 1, "empty"),
+        ("- display_name: x\n", 1, 1, "top level must be a mapping"),
+        ("just a string\n", 1, 1, "top level must be a mapping"),
+        ("display_name: !!python/object/apply:os.system ['touch /tmp/pwned']\n", 1, 15, "invalid YAML"),
+        ("display_name: a\ndisplay_name: b\n", 2, 1, "duplicate key"),
+        ("display_name: a\n  bad: indent\n", 2, 6, "invalid YAML"),
+    ],
+)
+def test_bad_yaml_gets_one_positioned_problem(
+    write_template: WriteTemplate, text: str, line: int, col: int, fragment: str
+) -> None:
+    path = write_template(text=text)
+    [problem] = _errors(path)
+    assert (problem.line, problem.col) == (line, col)
+    assert fragment in problem.message
+    assert problem.file == str(path)
+    assert problem.hint
+
+
+def test_python_tag_is_never_executed(write_template: WriteTemplate, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    path = write_template(text=f"display_name: !!python/object/apply:os.system ['touch {marker}']\n")
+    [problem] = _errors(path)
+    assert "!!python" in (problem.hint or "")
+    assert not marker.exists()
+
+
+def test_unknown_key_points_at_the_key_with_did_you_mean(write_template: WriteTemplate) -> None:
+    path = write_template(
+        text="display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\nmachine_typ: n1\n"
+    )
+    [problem] = _errors(path)
+    assert (problem.line, problem.col, problem.path) == (4, 1, "machine_typ")
+    assert problem.message == "unknown field 'machine_typ'"
+    assert problem.hint == "did you mean `machine_type`?"
+
+
+def test_sdk_name_gets_the_template_name(write_template: WriteTemplate) -> None:
+    [problem] = _errors(write_template({"reduction_server_replica_count": 4}))
+    assert problem.path == "reduction_server_replica_count"
+    assert "reduction_server_count" in (problem.hint or "")
+
+
+def test_nested_unknown_key(write_template: WriteTemplate) -> None:
+    [problem] = _errors(write_template({"trainer": {"agrs": ["--x"]}}))
+    assert problem.path == "trainer.agrs"
+    assert problem.hint == "did you mean `args`?"
+
+
+def test_wrong_type_names_value_and_field(write_template: WriteTemplate) -> None:
+    path = write_template(
+        text="display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\nreplica_count: two\n"
+    )
+    [problem] = _errors(path)
+    assert (problem.line, problem.col, problem.path) == (4, 16, "replica_count")
+    assert "whole number" in problem.message and "'two'" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "fragment"),
+    [
+        ({"replica_count": 0}, "replica_count", "greater than or equal to 1"),
+        ({"boot_disk_size_gb": 50}, "boot_disk_size_gb", "greater than or equal to 100"),
+        ({"boot_disk_size_gb": 64001}, "boot_disk_size_gb", "less than or equal to 64000"),
+        ({"accelerator_count": -1}, "accelerator_count", "greater than or equal to 0"),
+        ({"timeout": "90 minutes"}, "timeout", "not a duration"),
+        ({"display_name": "x" * 129}, "display_name", "at most 128"),
+        ({"project": "My_Project"}, "project", "not a project id"),
+        ({"restart_job_on_worker_restart": "maybe"}, "restart_job_on_worker_restart", "true or false"),
+        ({"labels": ["a"]}, "labels", "expected a mapping"),
+        ({"trainer": {"args": "--epochs 3"}}, "trainer.args", "expected a list"),
+        ({"trainer": {"env": {"DEBUG": True}}}, "trainer.env.DEBUG", "expected a string"),
+        ({"trainer": {"env": {"BAD NAME": "1"}}}, "trainer.env", "not a valid environment variable name"),
+        ({"display_name": None}, "display_name", "required field 'display_name' is missing"),
+    ],
+)
+def test_out_of_range_and_wrong_values(
+    write_template: WriteTemplate, changes: dict[str, object], field: str, fragment: str
+) -> None:
+    problems = _errors(write_template(changes))
+    assert [p.path for p in problems] == [field]
+    assert fragment in problems[0].message
+
+
+def test_env_numbers_become_strings(build_template: object, write_template: WriteTemplate) -> None:
+    template = load_template(
+        write_template({"trainer": {"env": {"OMP_NUM_THREADS": 4}, "args": ["--lr", 0.1]}})
+    )
+    assert template.trainer.env == {"OMP_NUM_THREADS": "4"}
+    assert template.trainer.args == ["--lr", "0.1"]
+
+
+def test_yaml_booleans_in_env_get_a_quoting_hint(write_template: WriteTemplate) -> None:
+    [problem] = _errors(
+        write_template(
+            text="display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\n"
+            "trainer:\n  env:\n    USE_X: yes\n"
+        )
+    )
+    assert (problem.line, problem.path) == (6, "trainer.env.USE_X")
+    assert "quote" in (problem.hint or "")
+
+
+def test_several_errors_all_reported_in_line_order(write_template: WriteTemplate) -> None:
+    text = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\nreplica_count: 0\nfoo: 1\n"
+    problems = _errors(write_template(text=text))
+    assert [(p.line, p.path) for p in problems] == [(4, "replica_count"), (5, "foo")]
+
+
+def test_relative_package_resolves_against_the_template(
+    tmp_path: Path, write_template: WriteTemplate
+) -> None:
+    package = tmp_path / "mytrainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text("")
+    template = load_template(write_template({"trainer": {"package": "mytrainer", "args": ["--x=1"]}}))
+    assert template.trainer.package == package.resolve()
+    assert template.trainer.module == "mytrainer.task"
+
+
+def test_script_gets_the_sdk_module(tmp_path: Path, write_template: WriteTemplate) -> None:
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    template = load_template(write_template({"trainer": {"script": "train.py"}}))
+    assert template.trainer.script == (tmp_path / "train.py").resolve()
+    assert template.trainer.package is None
+    assert template.trainer.module == "aiplatform_custom_trainer_script.task"
+
+
+@pytest.mark.parametrize(
+    ("trainer", "fragment"),
+    [
+        ({"package": "missing"}, "does not exist"),
+        ({"package": "nopkg"}, "has no __init__.py"),
+        ({"script": "missing.py"}, "does not exist"),
+        ({"script": "notes.txt"}, "must be a .py file"),
+        ({"package": "pkg", "script": "train.py"}, "not both"),
+        ({"package": "pkg", "module": "other.task"}, "not inside package"),
+        ({"package": "pkg", "module": "pkg.nothere"}, "has no file"),
+        ({"script": "train.py", "module": "mine.task"}, "always"),
+    ],
+)
+def test_trainer_code_rules(
+    tmp_path: Path, write_template: WriteTemplate, trainer: dict[str, str], fragment: str
+) -> None:
+    (tmp_path / "nopkg").mkdir()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "task.py").write_text("")
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    [problem] = _errors(write_template({"trainer": trainer}))
+    assert problem.path.startswith("trainer")
+    assert fragment in problem.message
+
+
+def test_load_template_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        load_template(tmp_path / "nope.yaml")
+
+
+def test_template_files_and_check_paths(tmp_path: Path, write_template: WriteTemplate) -> None:
+    write_template(name="a.yaml")
+    write_template({"replica_count": 0}, name="b.yml")
+    (tmp_path / "notes.txt").write_text("not a template")
+    assert [p.name for p in template_files([tmp_path])] == ["a.yaml", "b.yml"]
+    problems = check_paths([tmp_path])
+    assert [(Path(p.file).name, p.path) for p in problems] == [("b.yml", "replica_count")]
+    with pytest.raises(UsageError):
+        check_paths([tmp_path / "missing"])
+
+
+def test_warnings_do_not_stop_loading(write_template: WriteTemplate) -> None:
+    path = write_template({"restart_job_on_worker_restart": False})
+    template, problems = inspect_file(path)
+    assert template is not None
+    assert [(p.severity, p.path) for p in problems] == [("warning", "restart_job_on_worker_restart")]
+    assert load_template(path).replica_count == 2
+
+
+def test_rule_errors_are_placed_on_their_line(write_template: WriteTemplate) -> None:
+    text = (
+        "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\n"
+        "machine_type: a2-highgpu-4g\naccelerator_type: NVIDIA_TESLA_A100\naccelerator_count: 3\n"
+    )
+    [problem] = _errors(write_template(text=text))
+    assert (problem.line, problem.col, problem.path) == (6, 20, "accelerator_count")
+
+
+def test_label_key_problem_points_at_the_key(write_template: WriteTemplate) -> None:
+    text = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\nlabels:\n  Team: ml\n"
+    [problem] = _errors(write_template(text=text))
+    assert (problem.line, problem.col, problem.path) == (5, 3, "labels.Team")
+
+
+def test_dump_and_validate_round_trip(write_template: WriteTemplate, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("")
+    template = load_template(
+        write_template({"trainer": {"script": "train.py", "args": ["--x", 1]}, "timeout": "2h"})
+    )
+    again = JobTemplate.model_validate(template.model_dump(mode="json"))
+    assert again.model_dump() == template.model_dump()
+    assert again.source_path is None and template.source_path is not None
+    assert again.timeout == 7200
+
+
+def test_direct_construction_enforces_the_rules() -> None:
+    with pytest.raises(ValueError, match="accelerator_count"):
+        JobTemplate(
+            display_name="x",
+            project="vertexdist-demo",
+            staging_bucket="gs://bkt/s",
+            machine_type="a2-highgpu-4g",
+            accelerator_type="NVIDIA_TESLA_A100",
+            accelerator_count=3,
+        )
+
+
+def test_non_utf8_file(write_template: WriteTemplate, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("display_name: caf\xe9\n".encode("latin-1"))
+    [problem] = _errors(path)
+    assert "UTF-8" in problem.message

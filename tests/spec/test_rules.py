@@ -1,0 +1,309 @@
+"""One test per rule: errors say what would be right; warnings flag what Vertex takes but is likely wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertexdist.spec import Finding, JobTemplate, check_template
+from vertexdist.spec.rules import RULES
+
+from .conftest import BASE
+
+
+def findings(**changes: Any) -> list[Finding]:
+    data = {**BASE}
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    template = JobTemplate.model_validate(data, context={"skip_rules": True})
+    return check_template(template)
+
+
+def only(severity: str, **changes: Any) -> list[tuple[str, str, str | None]]:
+    return [(f.path, f.message, f.hint) for f in findings(**changes) if f.severity == severity]
+
+
+def test_base_template_is_clean() -> None:
+    assert findings() == []
+
+
+def test_every_rule_is_registered_once() -> None:
+    assert len(set(RULES)) == len(RULES)
+
+
+def test_unknown_machine_type_suggests_a_close_one() -> None:
+    [(path, message, hint)] = only(
+        "error", machine_type="a2-highgpu-4", accelerator_type=None, accelerator_count=0
+    )
+    assert path == "machine_type" and "not a Vertex AI training machine type" in message
+    assert "a2-highgpu-4g" in (hint or "")
+
+
+def test_unknown_accelerator_suggests_the_enum_name() -> None:
+    [(path, message, hint)] = only("error", accelerator_type="NVIDIA_TESLA_A10")
+    assert path == "accelerator_type" and "not an accelerator type" in message
+    assert "NVIDIA_TESLA_A100" in (hint or "")
+
+
+def test_retired_accelerator_says_why() -> None:
+    [(_, message, _)] = only("error", machine_type="n1-standard-4", accelerator_type="NVIDIA_TESLA_K80",
+                             accelerator_count=1)  # fmt: skip
+    assert "no longer offered" in message
+
+
+def test_a100_80gb_goes_only_on_ultragpu() -> None:
+    [(path, message, hint)] = only("error", accelerator_type="NVIDIA_A100_80GB")
+    assert path == "accelerator_type"
+    assert "only on a2-ultragpu" in message and "NVIDIA_TESLA_A100" in (hint or "")
+
+
+def test_ultragpu_needs_the_80gb_part() -> None:
+    [(_, message, hint)] = only("error", machine_type="a2-ultragpu-8g", accelerator_count=8)
+    assert "NVIDIA_A100_80GB" in message and "40GB" in message
+    assert "NVIDIA_A100_80GB" in (hint or "")
+
+
+def test_accelerator_must_fit_the_machine() -> None:
+    [(_, message, hint)] = only("error", machine_type="g2-standard-8", accelerator_count=1)
+    assert "does not take NVIDIA_TESLA_A100" in message and "NVIDIA_L4" in message
+    assert "a2-highgpu" in (hint or "")
+
+
+def test_cpu_machine_takes_no_accelerators() -> None:
+    [(_, message, hint)] = only("error", machine_type="n2-standard-8", accelerator_type="NVIDIA_L4",
+                                accelerator_count=1)  # fmt: skip
+    assert "takes no accelerators" in message and "g2-standard" in (hint or "")
+
+
+@pytest.mark.parametrize(
+    ("machine", "accelerator", "count", "allowed"),
+    [
+        ("a2-highgpu-4g", "NVIDIA_TESLA_A100", 8, "4"),
+        ("g2-standard-24", "NVIDIA_L4", 1, "2"),
+        ("n1-standard-32", "NVIDIA_TESLA_V100", 2, "4, 8"),
+        ("n1-standard-4", "NVIDIA_TESLA_T4", 3, "1, 2, 4"),
+        ("a3-highgpu-8g", "NVIDIA_H100_80GB", 4, "8"),
+    ],
+)
+def test_count_must_be_one_the_machine_takes(
+    machine: str, accelerator: str, count: int, allowed: str
+) -> None:
+    [(path, message, hint)] = only("error", machine_type=machine, accelerator_type=accelerator,
+                                   accelerator_count=count)  # fmt: skip
+    assert path == "accelerator_count"
+    assert f"takes {allowed} x {accelerator}, not {count}" in message
+    assert hint and hint.startswith("set accelerator_count")
+
+
+def test_type_without_count() -> None:
+    [(path, message, hint)] = only("error", accelerator_count=0)
+    assert path == "accelerator_count" and "no GPU" in message
+    assert "NVIDIA_TESLA_A100 x 4" in (hint or "")
+
+
+def test_count_without_type() -> None:
+    [(path, message, _)] = only("error", accelerator_type=None)
+    assert path == "accelerator_type" and "no accelerator_type" in message
+
+
+def test_gpu_machine_needs_its_gpus() -> None:
+    [(_, message, hint)] = only("error", accelerator_type=None, accelerator_count=0)
+    assert "comes with 4 x NVIDIA_TESLA_A100" in message
+    assert hint == "set accelerator_type: NVIDIA_TESLA_A100 and accelerator_count: 4"
+
+
+def test_cpu_job_is_fine() -> None:
+    assert only("error", machine_type="n1-standard-4", accelerator_type=None, accelerator_count=0) == []
+
+
+def test_a4x_warns_about_reservations() -> None:
+    [(path, message, _)] = only("warning", machine_type="a4x-highgpu-4g", accelerator_type="NVIDIA_GB200")
+    assert path == "machine_type" and "reservation" in message
+
+
+def test_replica_count_positive_on_unvalidated_models() -> None:
+    template = JobTemplate.model_construct(**{**BASE, "replica_count": 0})
+    assert any(f.path == "replica_count" for f in check_template(template))
+
+
+def test_reduction_server_needs_gpu_workers() -> None:
+    errors = only("error", machine_type="n1-standard-8", accelerator_type=None, accelerator_count=0,
+                  reduction_server_count=4, replica_count=4)  # fmt: skip
+    assert [(p, "GPU workers" in m) for p, m, _ in errors] == [("reduction_server_count", True)]
+
+
+def test_reduction_server_machine_must_be_cpu() -> None:
+    [(path, message, hint)] = only("error", replica_count=4, reduction_server_count=8,
+                                   reduction_server_machine_type="a2-highgpu-1g")  # fmt: skip
+    assert path == "reduction_server_machine_type" and "CPU machines" in message
+    assert "n1-highcpu-16" in (hint or "")
+
+
+def test_reduction_server_machine_must_exist() -> None:
+    [(path, _, hint)] = only("error", replica_count=4, reduction_server_count=8,
+                             reduction_server_machine_type="n1-hghcpu-16")  # fmt: skip
+    assert path == "reduction_server_machine_type" and "did you mean 'n1-highcpu-16'" in (hint or "")
+
+
+def test_reducers_with_two_nodes_give_no_speedup() -> None:
+    warnings = only("warning", replica_count=2, reduction_server_count=4)
+    assert [p for p, m, _ in warnings if "only from 3 nodes" in m] == ["reduction_server_count"]
+
+
+def test_reducer_egress_below_worker_egress() -> None:
+    # 4 x a2-highgpu-4g = 200 Gbps; 4 x n1-highcpu-16 = 128 Gbps -> need 7.
+    [(path, message, hint)] = only("warning", replica_count=4, reduction_server_count=4)
+    assert path == "reduction_server_count" and "128 Gbps is below the workers' 200 Gbps" in message
+    assert hint == "use at least 7 x n1-highcpu-16"
+    assert only("warning", replica_count=4, reduction_server_count=7) == []
+
+
+def test_built_image_with_reducers_needs_the_plugin(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")
+    build = {"repository": "us-central1-docker.pkg.dev/vertexdist-demo/trainers", "context": str(tmp_path),
+             "dockerfile": str(tmp_path / "Dockerfile")}  # fmt: skip
+    warnings = only("warning", replica_count=4, reduction_server_count=7, build=build)
+    assert any("NCCL plugin" in m for _, m, _ in warnings)
+
+
+def test_multinode_ddp_without_restart_warns() -> None:
+    [(path, _, hint)] = only("warning", restart_job_on_worker_restart=False)
+    assert path == "restart_job_on_worker_restart" and "true" in (hint or "")
+    assert only("warning", restart_job_on_worker_restart=False, replica_count=1) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "hint_fragment"),
+    [
+        ("staging_bucket", "/tmp/staging", "local path"),
+        ("staging_bucket", "gcs://bucket/x", "gs://"),
+        ("staging_bucket", "bucket/x", "gs://BUCKET"),
+        ("base_output_dir", "s3://bucket/out", "gs://BUCKET"),
+    ],
+)
+def test_gcs_uris(field: str, value: str, hint_fragment: str) -> None:
+    [(path, message, hint)] = only("error", **{field: value})
+    assert path == field and "not a gs:// URI" in message and hint_fragment in (hint or "")
+
+
+@pytest.mark.parametrize(
+    ("labels", "path", "fragment"),
+    [
+        ({"Team": "ml"}, "labels.Team", "key"),
+        ({"team": "ML Platform"}, "labels.team", "value"),
+        ({"1team": "x"}, "labels.1team", "key"),
+        ({"k" * 64: "x"}, "labels." + "k" * 64, "key"),
+    ],
+)
+def test_label_rules(labels: dict[str, str], path: str, fragment: str) -> None:
+    [(found, message, _)] = only("error", labels=labels)
+    assert found == path and f"label {fragment}" in message
+
+
+def test_too_many_labels() -> None:
+    assert [p for p, _, _ in only("error", labels={f"k{i}": "v" for i in range(65)})] == ["labels"]
+
+
+def test_unknown_location_suggests() -> None:
+    [(path, _, hint)] = only("error", location="us-central")
+    assert path == "location" and "us-central1" in (hint or "")
+
+
+def test_unknown_strategy_suggests() -> None:
+    [(path, message, hint)] = only("error", scheduling_strategy="spot")
+    assert path == "scheduling_strategy" and "STANDARD, SPOT, FLEX_START" in message
+    assert "SPOT" in (hint or "")
+
+
+def test_deprecated_strategy_warns() -> None:
+    [(_, message, hint)] = only("warning", scheduling_strategy="LOW_COST")
+    assert "deprecated" in message and hint == "use SPOT"
+
+
+def test_max_wait_without_flex_start_warns() -> None:
+    [(path, _, _)] = only("warning", max_wait_duration="30m")
+    assert path == "max_wait_duration"
+    assert only("warning", max_wait_duration="30m", scheduling_strategy="FLEX_START") == []
+
+
+def test_boot_disk_type_known() -> None:
+    [(path, _, hint)] = only("error", boot_disk_type="pd-sdd")
+    assert path == "boot_disk_type" and "pd-ssd" in (hint or "")
+
+
+def test_boot_disk_default_follows_the_machine() -> None:
+    data = {**BASE, "machine_type": "a3-ultragpu-8g", "accelerator_type": "NVIDIA_H200_141GB",
+            "accelerator_count": 8}  # fmt: skip
+    assert JobTemplate.model_validate(data).boot_disk_type == "hyperdisk-balanced"
+    [(path, _, _)] = only("warning", **{k: v for k, v in data.items() if k.startswith(("machine", "acc"))},
+                          boot_disk_type="pd-ssd")  # fmt: skip
+    assert path == "boot_disk_type"
+
+
+def test_boot_disk_size_range_on_unvalidated_models() -> None:
+    template = JobTemplate.model_construct(**{**BASE, "boot_disk_size_gb": 10, "boot_disk_type": "pd-ssd"})
+    assert any(f.path == "boot_disk_size_gb" for f in check_template(template))
+
+
+def test_container_must_be_prebuilt_for_a_package_job() -> None:
+    [(path, message, hint)] = only("error", container_uri="docker.io/me/trainer:1")
+    assert path == "container_uri" and "not a prebuilt" in message and "build" in (hint or "")
+
+
+def test_prebuilt_container_needs_latest() -> None:
+    uri = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:2024"
+    [(_, message, hint)] = only("warning", container_uri=uri)
+    assert (
+        ":latest" in message
+        and hint == "write us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    )
+
+
+def test_cpu_image_with_gpus_warns() -> None:
+    uri = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest"
+    [(path, message, _)] = only("warning", container_uri=uri)
+    assert path == "container_uri" and "CPU image" in message
+
+
+def test_container_uri_unused_with_build(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")
+    build = {"repository": "us-central1-docker.pkg.dev/vertexdist-demo/trainers", "context": str(tmp_path),
+             "dockerfile": str(tmp_path / "Dockerfile")}  # fmt: skip
+    assert only("warning", build=build) == []
+    uri = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    [(path, message, _)] = only("warning", build=build, container_uri=uri)
+    assert path == "container_uri" and "not used" in message
+
+
+def test_identity_network_tensorboard() -> None:
+    assert [p for p, _, _ in only("error", service_account="not-an-email")] == ["service_account"]
+    assert [p for p, _, _ in only("error", network="default")] == ["network"]
+    assert only("error", network="projects/123456/global/networks/default") == []
+    tensorboard = "projects/p/locations/us-central1/tensorboards/123"
+    [(path, message, _)] = only("error", tensorboard=tensorboard)
+    assert path == "tensorboard" and "service_account" in message
+    assert only("error", tensorboard=tensorboard, service_account="sa@p.iam.gserviceaccount.com") == []
+    assert [p for p, _, _ in only("error", tensorboard="tb-1", service_account="sa@x.com")] == ["tensorboard"]
+
+
+def test_env_limit() -> None:
+    [(path, _, _)] = only("error", trainer={"env": {f"V{i}": "x" for i in range(101)}})
+    assert path == "trainer.env"
+
+
+def test_build_repository_region(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")
+    build = {"repository": "europe-west4-docker.pkg.dev/vertexdist-demo/trainers", "context": str(tmp_path),
+             "dockerfile": str(tmp_path / "Dockerfile")}  # fmt: skip
+    [(path, message, _)] = only("warning", build=build)
+    assert path == "build.repository" and "across regions" in message
+    assert only("warning", build={**build, "repository": "us-docker.pkg.dev/vertexdist-demo/trainers"}) == []
+    [(path, _, _)] = only(
+        "error", build={**build, "repository": "mars-docker.pkg.dev/vertexdist-demo/trainers"}
+    )
+    assert path == "build.repository"

@@ -1,0 +1,51 @@
+"""`vertexdist render TEMPLATE`: print the CustomJobSpec (YAML for `gcloud ai custom-jobs create --config`).
+
+`--format json` prints JSON; `--request` prints the exact CreateTrainingPipeline body submit sends.
+Secret-looking env values are masked. Never imports google-cloud-aiplatform or torch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+FORMATS = ("yaml", "json")
+
+
+def dump(obj: Any, output_format: str) -> str:
+    """YAML (block style, keys in render order) or indented JSON."""
+    if output_format == "json":
+        return json.dumps(obj, indent=2)
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, width=110)
+
+
+def render(
+    template: Path = typer.Argument(..., help="The job template (.yaml)."),
+    output_format: str = typer.Option("yaml", "--format", help="yaml (default) or json."),
+    request: bool = typer.Option(
+        False, "--request", help="Print the CreateTrainingPipeline request body instead of the CustomJobSpec."
+    ),
+) -> None:
+    """Print what Vertex receives for TEMPLATE: the CustomJobSpec, or with --request the whole API request.
+
+    The package (or image) URI shows <pending> until submit builds it; its digest names the real one.
+    Secret-looking env values (SECRET, TOKEN, PASSWORD, KEY, CREDENTIAL) are masked.
+    """
+    from vertexdist.errors import UsageError
+    from vertexdist.render import mask_secrets, render_job_spec, render_request
+    from vertexdist.spec.loader import load_template
+
+    if output_format not in FORMATS:
+        raise UsageError(f"unknown --format {output_format!r}", hint=f"use one of {', '.join(FORMATS)}")
+    loaded = load_template(template)
+    body = render_request(loaded) if request else render_job_spec(loaded)
+    typer.echo(dump(mask_secrets(body), output_format), nl=output_format == "json")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("render")(render)

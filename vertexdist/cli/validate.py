@@ -1,0 +1,94 @@
+"""`vertexdist validate PATH...`: check template files and folders; one line per problem plus a hint.
+
+Exit 0 when there are no errors (warnings allowed), 1 with errors, 2 on usage errors (missing paths).
+Imports only the spec package (pydantic + yaml), never google-cloud-aiplatform or torch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from vertexdist.errors import Problem
+
+FORMATS = ("text", "json", "github")
+
+
+def format_text(problem: Problem) -> str:
+    """`FILE:LINE:COL: field.path: message` (warnings say so), then an indented hint."""
+    where = f"{problem.path}: " if problem.path else ""
+    marker = "warning: " if problem.severity == "warning" else ""
+    line = f"{problem.location()}: {where}{marker}{problem.message}"
+    return line + (f"\n    hint: {problem.hint}" if problem.hint else "")
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(problem: Problem) -> str:
+    """A GitHub Actions workflow annotation: `::error file=F,line=L,col=C,title=field.path::message`."""
+    title = _escape_property(problem.path or "template")
+    message = problem.message + (f"\nhint: {problem.hint}" if problem.hint else "")
+    return (
+        f"::{problem.severity} file={_escape_property(problem.file)},line={problem.line},"
+        f"col={problem.col},title={title}::{_escape_data(message)}"
+    )
+
+
+def _summary(files: int, problems: list[Problem]) -> str:
+    errors = sum(p.severity == "error" for p in problems)
+    warnings = len(problems) - errors
+    noun = "template" if files == 1 else "templates"
+    counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    return f"{files} {noun} checked: {counts}"
+
+
+def validate(
+    paths: list[str] = typer.Argument(..., help="Template files, or folders searched for *.yaml / *.yml."),
+    output_format: str = typer.Option(
+        "text", "--format", help="text, json or github (workflow annotations)."
+    ),
+) -> None:
+    """Check job templates: fields, machine/accelerator fit, reduction servers, URIs, labels."""
+    from vertexdist.errors import UsageError
+    from vertexdist.spec.loader import inspect_file, template_files
+
+    if output_format not in FORMATS:
+        raise UsageError(f"unknown --format {output_format!r}", hint=f"use one of {', '.join(FORMATS)}")
+    files = template_files(paths)
+    if not files:
+        raise UsageError(
+            f"no templates (*.yaml, *.yml) under {', '.join(paths)}",
+            hint="pass template files or their folders",
+        )
+    problems = [problem for file in files for problem in inspect_file(file)[1]]
+    if output_format == "json":
+        errors = sum(p.severity == "error" for p in problems)
+        report = {
+            "files": [str(f) for f in files],
+            "errors": errors,
+            "warnings": len(problems) - errors,
+            "problems": [asdict(p) for p in problems],
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        render_one = format_github if output_format == "github" else format_text
+        for problem in problems:
+            print(render_one(problem))
+        print(_summary(len(files), problems), file=sys.stderr)
+    if any(p.severity == "error" for p in problems):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)

@@ -1,0 +1,190 @@
+"""Template -> the Vertex request: the CustomJobSpec and the CreateTrainingPipeline body. Pure functions.
+
+Pools follow Vertex's rules (reference/vertex.md §2): pool 0 one replica, pool 1 the other replicas,
+pool 2 the reduction servers, `{}` for a skipped pool, no trailing empty pools. Training pools match what
+`CustomTrainingJob.run()` sends, in proto-JSON camelCase (what `gcloud ai custom-jobs create --config` takes).
+One deliberate difference from the SDK: the reduction pool always gets the reduction-server image and an
+explicit machine type (the SDK sends `machine_type: null` and runs the training package there by default).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from vertexdist.spec.durations import format_duration
+from vertexdist.spec.models import SCRIPT_PACKAGE, JobTemplate
+
+TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
+PENDING = "<pending>"
+# The SDK's reduction pool disk (worker_spec_utils._WorkerPoolSpec defaults).
+REDUCTION_SERVER_DISK = {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}
+MASK = "********"
+_SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
+
+
+def default_base_output_dir(t: JobTemplate) -> str:
+    """Outputs when the template names no base_output_dir: stable per display name, so reruns resume."""
+    folder = re.sub(r"[^A-Za-z0-9._-]+", "-", t.display_name).strip("-") or "job"
+    return f"{t.staging_bucket.rstrip('/')}/vertexdist/output/{folder}"
+
+
+def placeholder_package_uri(t: JobTemplate) -> str:
+    """The package URI shown before the sdist is built (its digest names the real folder)."""
+    name = (
+        SCRIPT_PACKAGE
+        if t.trainer.script is not None
+        else (t.trainer.package.name if t.trainer.package else "")
+    )
+    return f"{t.staging_bucket.rstrip('/')}/vertexdist/packages/{PENDING}/{name}.tar.gz"
+
+
+def placeholder_image_uri(t: JobTemplate) -> str:
+    assert t.build is not None
+    return f"{t.build.repository}/{t.build.image}:{PENDING}"
+
+
+def _machine_spec(t: JobTemplate) -> dict[str, Any]:
+    spec: dict[str, Any] = {"machineType": t.machine_type}
+    # As in the SDK: accelerator fields only with a type and a positive count.
+    if (
+        t.accelerator_type
+        and t.accelerator_type != "ACCELERATOR_TYPE_UNSPECIFIED"
+        and t.accelerator_count > 0
+    ):
+        spec["acceleratorType"] = t.accelerator_type
+        spec["acceleratorCount"] = t.accelerator_count
+    return spec
+
+
+def _env(t: JobTemplate) -> list[dict[str, str]]:
+    return [{"name": name, "value": value} for name, value in t.trainer.env.items()]
+
+
+def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | None) -> dict[str, Any]:
+    if t.build is not None:
+        return {
+            "containerSpec": {
+                "imageUri": image_uri or placeholder_image_uri(t),
+                "args": list(t.trainer.args),
+                "env": _env(t),
+            }
+        }
+    return {
+        "pythonPackageSpec": {
+            "executorImageUri": t.container_uri,
+            "packageUris": [package_uri or placeholder_package_uri(t)],
+            "pythonModule": t.trainer.module,
+            "args": list(t.trainer.args),
+            "env": _env(t),
+        }
+    }
+
+
+def _training_pool(
+    t: JobTemplate, replicas: int, package_uri: str | None, image_uri: str | None
+) -> dict[str, Any]:
+    # Built fresh for each pool: shared dicts would come out as YAML anchors.
+    return {
+        "machineSpec": _machine_spec(t),
+        "replicaCount": replicas,
+        "diskSpec": {"bootDiskType": t.boot_disk_type, "bootDiskSizeGb": t.boot_disk_size_gb},
+        **_training_code(t, package_uri, image_uri),
+    }
+
+
+def render_worker_pools(
+    t: JobTemplate, *, package_uri: str | None = None, image_uri: str | None = None
+) -> list[dict[str, Any]]:
+    """The workerPoolSpecs list: chief, workers, reduction servers."""
+    pools: list[dict[str, Any]] = [_training_pool(t, 1, package_uri, image_uri)]
+    workers = t.replica_count - 1
+    if workers > 0:
+        pools.append(_training_pool(t, workers, package_uri, image_uri))
+    if t.reduction_server_count > 0:
+        if workers == 0:
+            pools.append({})  # Vertex skips a pool given as an empty object
+        pools.append(
+            {
+                "machineSpec": {"machineType": t.reduction_server_machine_type},
+                "replicaCount": t.reduction_server_count,
+                "diskSpec": dict(REDUCTION_SERVER_DISK),
+                "containerSpec": {"imageUri": t.reduction_server_container_uri},
+            }
+        )
+    return pools
+
+
+def _scheduling(t: JobTemplate) -> dict[str, Any] | None:
+    scheduling: dict[str, Any] = {}
+    if t.timeout is not None:
+        scheduling["timeout"] = format_duration(t.timeout)
+    if t.restart_job_on_worker_restart:
+        scheduling["restartJobOnWorkerRestart"] = True
+    if t.scheduling_strategy is not None:
+        scheduling["strategy"] = t.scheduling_strategy
+    if t.max_wait_duration is not None:
+        scheduling["maxWaitDuration"] = format_duration(t.max_wait_duration)
+    return scheduling or None
+
+
+def render_job_spec(
+    t: JobTemplate, *, package_uri: str | None = None, image_uri: str | None = None
+) -> dict[str, Any]:
+    """The CustomJobSpec in proto-JSON camelCase; placeholders stand in for what is not built yet."""
+    spec: dict[str, Any] = {
+        "workerPoolSpecs": render_worker_pools(t, package_uri=package_uri, image_uri=image_uri),
+        "baseOutputDirectory": {"outputUriPrefix": t.base_output_dir or default_base_output_dir(t)},
+    }
+    scheduling = _scheduling(t)
+    if scheduling is not None:
+        spec["scheduling"] = scheduling
+    if t.service_account is not None:
+        spec["serviceAccount"] = t.service_account
+    if t.network is not None:
+        spec["network"] = t.network
+    if t.tensorboard is not None:
+        spec["tensorboard"] = t.tensorboard
+    if t.enable_web_access:
+        spec["enableWebAccess"] = True
+    return spec
+
+
+def render_request(
+    t: JobTemplate, *, package_uri: str | None = None, image_uri: str | None = None
+) -> dict[str, Any]:
+    """The exact REST body of PipelineService.CreateTrainingPipeline, as `CustomTrainingJob.run()` makes."""
+    return {
+        "parent": f"projects/{t.project}/locations/{t.location}",
+        "trainingPipeline": {
+            "displayName": t.display_name,
+            "trainingTaskDefinition": TRAINING_TASK_DEFINITION,
+            "trainingTaskInputs": render_job_spec(t, package_uri=package_uri, image_uri=image_uri),
+            "labels": dict(t.labels),
+        },
+    }
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def mask_secrets(obj: Any) -> Any:
+    """A copy of `obj` with secret-looking values masked, for printing.
+
+    Masks `{name, value}` env entries whose name looks secret (SECRET, TOKEN, PASSWORD, KEY, CREDENTIAL),
+    and string values under UPPER_CASE keys that look secret (env and build-arg mappings).
+    """
+    if isinstance(obj, list):
+        return [mask_secrets(item) for item in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if set(obj) == {"name", "value"} and isinstance(obj["name"], str) and is_secret_name(obj["name"]):
+        return {"name": obj["name"], "value": MASK}
+    masked: dict[Any, Any] = {}
+    for key, value in obj.items():
+        if isinstance(key, str) and key.isupper() and is_secret_name(key) and isinstance(value, str):
+            masked[key] = MASK
+        else:
+            masked[key] = mask_secrets(value)
+    return masked

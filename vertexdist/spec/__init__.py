@@ -1,0 +1,19 @@
+"""Job templates: models, YAML loader, machine catalog and rules. No Google Cloud code, no torch."""
+
+from __future__ import annotations
+
+from vertexdist.spec.loader import check_paths, inspect_file, load_template, template_files
+from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
+from vertexdist.spec.rules import Finding, check_template
+
+__all__ = [
+    "BuildSpec",
+    "Finding",
+    "JobTemplate",
+    "TrainerSpec",
+    "check_paths",
+    "check_template",
+    "inspect_file",
+    "load_template",
+    "template_files",
+]

@@ -1,0 +1,205 @@
+"""Load template files: safe YAML, pydantic validation, the catalog rules; every problem with file:line:col.
+
+This is the edge of the spec package that touches files; models and rules stay pure.
+"""
+
+from __future__ import annotations
+
+import difflib
+import reprlib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from vertexdist.errors import Problem, TemplateError, UsageError
+from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
+from vertexdist.spec.rules import check_template
+from vertexdist.spec.yaml_source import Loc, SourceMap, YamlSourceError, load_yaml_mapping
+
+TEMPLATE_SUFFIXES = (".yaml", ".yml")
+
+# Names people bring from the SDK or gcloud, and what the template calls them.
+_KNOWN_ALIASES = {
+    "reduction_server_replica_count": "reduction_server_count",
+    "environment_variables": "trainer.env",
+    "script_path": "trainer.script",
+    "python_module": "trainer.module",
+    "python_module_name": "trainer.module",
+    "requirements": "trainer.requirements",
+    "args": "trainer.args",
+    "env": "trainer.env",
+    "worker_pool_specs": "replica_count, machine_type and the accelerator fields",
+    "workerPoolSpecs": "replica_count, machine_type and the accelerator fields",
+    "displayName": "display_name",
+    "machineType": "machine_type",
+    "region": "location",
+}
+
+_short_repr = reprlib.Repr()
+_short_repr.maxstring = 60
+_short_repr.maxother = 60
+
+
+def _dotted(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _model_at(loc: Loc) -> type[BaseModel] | None:
+    """The model whose fields the mapping at `loc` holds (for did-you-mean on unknown keys)."""
+    nested: dict[str, type[BaseModel]] = {"trainer": TrainerSpec, "build": BuildSpec}
+    if not loc:
+        return JobTemplate
+    if len(loc) == 1 and isinstance(loc[0], str):
+        return nested.get(loc[0])
+    return None
+
+
+def _field_description(loc: Loc) -> str | None:
+    if not loc:
+        return None
+    model = _model_at(loc[:-1])
+    name = loc[-1]
+    if model is None or not isinstance(name, str) or name not in model.model_fields:
+        return None
+    return model.model_fields[name].description
+
+
+def _unknown_key_hint(loc: Loc) -> str:
+    key = str(loc[-1])
+    model = _model_at(loc[:-1])
+    if key in _KNOWN_ALIASES and (model is JobTemplate or _KNOWN_ALIASES[key].startswith("trainer") is False):
+        return f"vertexdist calls it `{_KNOWN_ALIASES[key]}`"
+    if model is None:
+        return "remove it"
+    fields = list(model.model_fields)
+    match = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+    if match:
+        return f"did you mean `{match[0]}`?"
+    return "known fields here: " + ", ".join(fields)
+
+
+def _translate(error: Any) -> tuple[str, str | None]:
+    """A pydantic error as (message, hint) in the words of a template author."""
+    kind = error["type"]
+    loc: Loc = tuple(error["loc"])
+    field_hint = _field_description(loc)
+    value = error.get("input")
+    shown = _short_repr.repr(value)
+    if kind == "extra_forbidden":
+        return f"unknown field {str(loc[-1])!r}", _unknown_key_hint(loc)
+    if kind == "missing":
+        return f"required field {str(loc[-1])!r} is missing", field_hint
+    if kind == "value_error":
+        message = str(error["msg"]).removeprefix("Value error, ")
+        return message, field_hint
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return f"{error['msg'].lower()}, got {shown}", field_hint
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"expected a whole number, got {shown}", field_hint
+    if kind in ("bool_parsing", "bool_type"):
+        return f"expected true or false, got {shown}", field_hint
+    if kind in ("string_type",):
+        hint = field_hint
+        if isinstance(value, bool):
+            hint = "quote it: YAML reads yes/no/true/false/on/off as booleans, e.g. '\"true\"'"
+        return f"expected a string, got {type(value).__name__} {shown}", hint
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"expected a mapping of fields, got {type(value).__name__} {shown}", field_hint
+    if kind in ("list_type",):
+        return (
+            f"expected a list, got {type(value).__name__} {shown}",
+            field_hint or "write it as [a, b] or - a",
+        )
+    return f"{error['msg']} (got {shown})", field_hint
+
+
+def _problems_from_validation(exc: ValidationError, file: str, source: SourceMap) -> list[Problem]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc: Loc = tuple(p for p in error["loc"] if p != "[key]")
+        message, hint = _translate(error)
+        pos = source.find(loc, prefer_key=error["type"] == "extra_forbidden")
+        problems.append(Problem(file, pos.line, pos.col, _dotted(loc), message, hint))
+    return problems
+
+
+def _loc_of(path: str) -> Loc:
+    return tuple(path.split(".")) if path else ()
+
+
+def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
+    """Load one template and return it (None if it has errors) with every error and warning found."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [Problem(file, 1, 1, "", f"not UTF-8 text ({exc.reason})", "save the file as UTF-8")]
+    except OSError as exc:
+        return None, [Problem(file, 1, 1, "", f"cannot read the file: {exc.strerror}", None)]
+    try:
+        data, source = load_yaml_mapping(text)
+    except YamlSourceError as exc:
+        return None, [Problem(file, exc.position.line, exc.position.col, exc.path, exc.message, exc.hint)]
+    if any(not isinstance(key, str) for key in data):
+        bad = next(key for key in data if not isinstance(key, str))
+        return None, [
+            Problem(file, 1, 1, str(bad), f"field names must be text, got {bad!r}", "write `name: value`")
+        ]
+    base_dir = Path(path).resolve().parent
+    try:
+        template = JobTemplate.model_validate(data, context={"base_dir": base_dir, "skip_rules": True})
+    except ValidationError as exc:
+        return None, sorted(_problems_from_validation(exc, file, source), key=lambda p: (p.line, p.col))
+    template._source_path = Path(path).resolve()
+    problems = []
+    for finding in check_template(template):
+        pos = source.find(_loc_of(finding.path), prefer_key=finding.on_key)
+        problems.append(
+            Problem(file, pos.line, pos.col, finding.path, finding.message, finding.hint, finding.severity)
+        )
+    problems.sort(key=lambda p: (p.line, p.col))
+    has_errors = any(p.severity == "error" for p in problems)
+    return (None if has_errors else template), problems
+
+
+def load_template(path: str | Path) -> JobTemplate:
+    """Load and validate one template; raises TemplateError with every error (file, line, column, field)."""
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such template file", hint="pass the path of a .yaml template")
+    template, problems = inspect_file(path)
+    errors = [p for p in problems if p.severity == "error"]
+    if template is None or errors:
+        raise TemplateError(problems=errors)
+    return template
+
+
+def template_files(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> list[Path]:
+    """Template files under `paths` (folders searched for *.yaml, *.yml); a missing path is a usage error."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in TEMPLATE_SUFFIXES and p.is_file())
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(
+                f"{raw}: no such file or folder", hint="pass template files or folders that hold them"
+            )
+    return files
+
+
+def check_paths(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> list[Problem]:
+    """Every error and warning in the templates under `paths` (files and folders), in file order."""
+    problems: list[Problem] = []
+    for file in template_files(paths):
+        problems.extend(inspect_file(file)[1])
+    return problems

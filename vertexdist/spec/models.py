@@ -1,0 +1,406 @@
+"""The job template models (pydantic v2): one flat `JobTemplate` mirroring `CustomTrainingJob.run()`.
+
+Field names follow design.md; see reference/vertex.md §2 and §4 for what each maps to in Vertex.
+Per-field checks live here; checks across fields and against the machine catalog live in `rules`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from vertexdist.errors import VertexdistError
+from vertexdist.spec.catalog_data import (
+    BOOT_DISK_SIZE_RANGE_GB,
+    DEFAULT_CONTAINER_URI,
+    DEFAULT_REDUCTION_SERVER_CONTAINER_URI,
+    DEFAULT_REDUCTION_SERVER_MACHINE_TYPE,
+    MACHINES,
+)
+from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+
+SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
+BUNDLED_TRAINER = "trainer_pkg"
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _stringify_scalar(value: Any) -> Any:
+    """Numbers in args and env become strings (`--epochs: 3` is common); booleans stay an error."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _duration(value: Any) -> Any:
+    return parse_duration(value) if value is not None else None
+
+
+ArgString = Annotated[
+    str,
+    BeforeValidator(_stringify_scalar),
+    WithJsonSchema({"type": ["string", "number"], "description": "Text; numbers are turned into text."}),
+]
+Duration = Annotated[
+    int,
+    BeforeValidator(_duration),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "pattern": DURATION_PATTERN, "examples": ["3600s", "90m", "24h", "7d"]},
+            ],
+            "description": f"A duration: {ACCEPTED_FORMS}.",
+        }
+    ),
+]
+
+
+def _base_dir(info: ValidationInfo) -> Path:
+    context = info.context or {}
+    base = context.get("base_dir")
+    return Path(base) if base is not None else Path.cwd()
+
+
+def _resolve(value: Any, info: ValidationInfo) -> Any:
+    if value is None or not isinstance(value, (str, Path)):
+        return value
+    path = Path(value).expanduser()
+    return (path if path.is_absolute() else _base_dir(info) / path).resolve()
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_trainer_dir() -> Path:
+    """The folder of the installed `trainer_pkg`, found without importing it (it imports torch)."""
+    spec = importlib.util.find_spec(BUNDLED_TRAINER)
+    if spec is None or not spec.submodule_search_locations:
+        raise VertexdistError(
+            "the bundled trainer package `trainer_pkg` is not installed",
+            hint="install vertexdist with its trainer, or set `trainer.package` in the template",
+        )
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+
+class TrainerSpec(_Strict):
+    """The code every training replica runs: a Python package folder or one script (like the SDK's)."""
+
+    package: Path | None = Field(
+        default=None,
+        description="Folder of a Python package (with __init__.py), relative to the template file.",
+    )
+    script: Path | None = Field(
+        default=None, description="One .py file, relative to the template file; packaged like the SDK does."
+    )
+    module: str = Field(
+        default="",
+        description=(
+            "Module to run with `python -m`. Default: `<package folder>.task` for a package,"
+            f" `{SCRIPT_PACKAGE}.task` for a script, `{BUNDLED_TRAINER}.task` for the bundled trainer."
+        ),
+    )
+    args: list[ArgString] = Field(default_factory=list, description="Command-line arguments for the module.")
+    env: dict[str, ArgString] = Field(
+        default_factory=dict, description="Environment variables for every training replica."
+    )
+    requirements: list[str] = Field(
+        default_factory=list, description="pip requirements installed with the package (like the SDK's)."
+    )
+
+    @classmethod
+    def bundled(cls) -> TrainerSpec:
+        """The trainer shipped with vertexdist (`trainer_pkg`), used when a template names no code."""
+        return cls(package=bundled_trainer_dir(), module=f"{BUNDLED_TRAINER}.task")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        if data.get("package") is None and data.get("script") is None:
+            # No code named: the bundled trainer, with this template's args/env.
+            data = {**data, "package": str(bundled_trainer_dir())}
+            data.setdefault("module", f"{BUNDLED_TRAINER}.task")
+        return data
+
+    _resolve_package = field_validator("package", "script", mode="before")(_resolve)
+
+    @field_validator("package")
+    @classmethod
+    def _package_is_a_package(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return value
+        if not value.is_dir():
+            raise ValueError(f"package folder {str(value)!r} does not exist")
+        if not (value / "__init__.py").is_file():
+            raise ValueError(f"{str(value)!r} is not a Python package: it has no __init__.py")
+        if not value.name.isidentifier():
+            raise ValueError(f"package folder name {value.name!r} is not a valid Python package name")
+        return value
+
+    @field_validator("script")
+    @classmethod
+    def _script_is_a_file(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return value
+        if value.suffix != ".py":
+            raise ValueError(f"script {str(value)!r} must be a .py file")
+        if not value.is_file():
+            raise ValueError(f"script {str(value)!r} does not exist")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid environment variable name (letters, digits, _)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind_of_code(self) -> TrainerSpec:
+        if self.package is not None and self.script is not None:
+            raise ValueError("set either `package` or `script`, not both")
+        if self.script is not None:
+            default = f"{SCRIPT_PACKAGE}.task"
+            if self.module and self.module != default:
+                raise ValueError(f"with `script`, the module is always {default!r}; remove `module`")
+            object.__setattr__(self, "module", default)
+            return self
+        assert self.package is not None  # _fill_defaults guarantees code
+        module = self.module or f"{self.package.name}.task"
+        if not _MODULE_NAME.match(module):
+            raise ValueError(f"module {module!r} is not a dotted Python module name")
+        top, *rest = module.split(".")
+        if top != self.package.name:
+            raise ValueError(
+                f"module {module!r} is not inside package {self.package.name!r}; "
+                f"write it as {self.package.name}.<module>"
+            )
+        target = self.package.joinpath(*rest) if rest else self.package
+        exists = target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
+        # The bundled trainer is ours and is checked by its own tests.
+        if not exists and self.package != bundled_trainer_dir():
+            raise ValueError(f"module {module!r} has no file in {str(self.package)!r}")
+        object.__setattr__(self, "module", module)
+        return self
+
+
+_REPOSITORY = re.compile(
+    r"^(?P<region>[a-z0-9-]+)-docker\.pkg\.dev/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9])/[a-z][a-z0-9-]{0,62}$"
+)
+_IMAGE_NAME = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$")
+
+
+class BuildSpec(_Strict):
+    """Build the trainer into a container image (Cloud Build) and run that image on every training pool."""
+
+    dockerfile: Path = Field(default=Path("Dockerfile"), description="Dockerfile, relative to the template.")
+    context: Path = Field(default=Path("."), description="Build context folder, relative to the template.")
+    repository: str = Field(
+        description="Artifact Registry repository: REGION-docker.pkg.dev/PROJECT/REPO.",
+        examples=["us-central1-docker.pkg.dev/vertexdist-demo/trainers"],
+    )
+    image: str = Field(default="vertexdist-trainer", description="Image name inside the repository.")
+    build_args: dict[str, ArgString] = Field(default_factory=dict, description="Docker --build-arg values.")
+
+    _resolve_paths = field_validator("dockerfile", "context", mode="before")(_resolve)
+
+    @field_validator("context")
+    @classmethod
+    def _context_exists(cls, value: Path) -> Path:
+        if not value.is_dir():
+            raise ValueError(f"build context folder {str(value)!r} does not exist")
+        return value
+
+    @field_validator("dockerfile")
+    @classmethod
+    def _dockerfile_exists(cls, value: Path) -> Path:
+        if not value.is_file():
+            raise ValueError(f"Dockerfile {str(value)!r} does not exist")
+        return value
+
+    @field_validator("repository")
+    @classmethod
+    def _repository_shape(cls, value: str) -> str:
+        if not _REPOSITORY.match(value):
+            raise ValueError(
+                f"{value!r} is not an Artifact Registry repository; "
+                "write REGION-docker.pkg.dev/PROJECT/REPO,"
+                " e.g. us-central1-docker.pkg.dev/my-project/trainers"
+            )
+        return value
+
+    @field_validator("image")
+    @classmethod
+    def _image_name(cls, value: str) -> str:
+        if not _IMAGE_NAME.match(value) or len(value) > 128:
+            raise ValueError(f"{value!r} is not an image name (lowercase letters, digits, . _ - and /)")
+        return value
+
+    def repository_region(self) -> str:
+        match = _REPOSITORY.match(self.repository)
+        assert match is not None  # checked by the validator
+        return match.group("region")
+
+
+_PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+# Legacy domain-scoped ids ("example.com:my-project") are still valid project ids.
+_DOMAIN_PROJECT_ID = re.compile(r"^[a-z0-9.-]+\.[a-z]{2,}:[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+
+
+class JobTemplate(_Strict):
+    """One distributed training job. The flat fields mirror `CustomTrainingJob.run()` of the Vertex SDK."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        str_strip_whitespace=True,
+        title="vertexdist job template",
+        json_schema_extra={"$id": "https://vertexdist.dev/schema/job-template.json"},
+    )
+
+    display_name: str = Field(description="Name shown in the Vertex console (at most 128 characters).")
+    project: str = Field(description="Google Cloud project id, e.g. my-project.")
+    location: str = Field(default="us-central1", description="Vertex AI region, e.g. us-central1.")
+    staging_bucket: str = Field(description="gs:// folder where the trainer package is uploaded.")
+    base_output_dir: str | None = Field(
+        default=None,
+        description=(
+            "gs:// folder for outputs (AIP_MODEL_DIR etc. are under it). Default:"
+            " <staging_bucket>/vertexdist/output/<display_name>."
+        ),
+    )
+    container_uri: str = Field(
+        default=DEFAULT_CONTAINER_URI,
+        description="Prebuilt Vertex training image that runs the trainer package (executorImageUri).",
+    )
+    trainer: TrainerSpec = Field(
+        default_factory=TrainerSpec.bundled,
+        description="The code to run. Default: the bundled trainer_pkg (module trainer_pkg.task).",
+    )
+    machine_type: str = Field(
+        default="n1-standard-4", description="Vertex machine type of every training node."
+    )
+    accelerator_type: str | None = Field(
+        default=None, description="GPU type per node, e.g. NVIDIA_TESLA_A100 (the 40GB A100). Omit for CPU."
+    )
+    accelerator_count: int = Field(
+        default=0, ge=0, description="GPUs per node; must be one the machine takes."
+    )
+    replica_count: int = Field(
+        default=1, ge=1, description="Training nodes: 1 primary + (replica_count-1) workers."
+    )
+    reduction_server_count: int = Field(
+        default=0,
+        ge=0,
+        description="Reduction Server replicas (worker pool 2); SDK: reduction_server_replica_count.",
+    )
+    reduction_server_machine_type: str = Field(
+        default=DEFAULT_REDUCTION_SERVER_MACHINE_TYPE,
+        description="CPU machine type of the reduction servers.",
+    )
+    reduction_server_container_uri: str = Field(
+        default=DEFAULT_REDUCTION_SERVER_CONTAINER_URI, description="Reduction Server image."
+    )
+    boot_disk_type: str = Field(
+        default="pd-ssd",
+        description="pd-ssd, pd-standard or hyperdisk-balanced (default on a3-ultragpu-8g and a4 machines).",
+    )
+    boot_disk_size_gb: int = Field(
+        default=100,
+        ge=BOOT_DISK_SIZE_RANGE_GB[0],
+        le=BOOT_DISK_SIZE_RANGE_GB[1],
+        description="Boot disk size in GB, 100..64000.",
+    )
+    timeout: Duration | None = Field(
+        default=None, description="Maximum run time; Vertex's default is 7 days."
+    )
+    restart_job_on_worker_restart: bool = Field(
+        default=False, description="Restart the whole job when any worker restarts (recommended for DDP)."
+    )
+    scheduling_strategy: str | None = Field(default=None, description="STANDARD, SPOT or FLEX_START.")
+    max_wait_duration: Duration | None = Field(
+        default=None, description="How long FLEX_START/SPOT may wait for resources."
+    )
+    service_account: str | None = Field(default=None, description="Service account email the job runs as.")
+    network: str | None = Field(
+        default=None, description="VPC to peer with: projects/PROJECT_NUMBER/global/networks/NETWORK."
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="GCP labels for the training pipeline.")
+    enable_web_access: bool = Field(default=False, description="Interactive shell on the training replicas.")
+    tensorboard: str | None = Field(
+        default=None,
+        description="Tensorboard resource: projects/P/locations/L/tensorboards/ID (needs service_account).",
+    )
+    build: BuildSpec | None = Field(
+        default=None, description="Build the trainer into a container image instead of a Python package."
+    )
+
+    _source_path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source_path(self) -> Path | None:
+        """The file this template was loaded from (None when built in code)."""
+        return self._source_path
+
+    @model_validator(mode="before")
+    @classmethod
+    def _machine_defaults(cls, data: Any) -> Any:
+        # a3-ultragpu-8g and a4 machines boot from hyperdisk-balanced; every other machine from pd-ssd.
+        if isinstance(data, dict) and "boot_disk_type" not in data:
+            machine_type = data.get("machine_type")
+            row = MACHINES.get(machine_type) if isinstance(machine_type, str) else None
+            if row is not None:
+                data = {**data, "boot_disk_type": row.default_boot_disk_type}
+        return data
+
+    @field_validator("project")
+    @classmethod
+    def _project_id(cls, value: str) -> str:
+        if not (_PROJECT_ID.match(value) or _DOMAIN_PROJECT_ID.match(value)):
+            raise ValueError(
+                f"{value!r} is not a project id: 6-30 lowercase letters, digits or hyphens,"
+                " starting with a letter and not ending with a hyphen"
+            )
+        return value
+
+    @field_validator("display_name")
+    @classmethod
+    def _display_name(cls, value: str) -> str:
+        if not value:
+            raise ValueError("display_name must not be empty")
+        if len(value) > 128:
+            raise ValueError(f"display_name is {len(value)} characters long; Vertex allows at most 128")
+        return value
+
+    @model_validator(mode="after")
+    def _rules_hold(self, info: ValidationInfo) -> JobTemplate:
+        # The loader runs the rules itself (to place each finding on its line); code that builds a
+        # template directly gets the same errors here.
+        if (info.context or {}).get("skip_rules"):
+            return self
+        from vertexdist.spec.rules import check_template
+
+        errors = [f for f in check_template(self) if f.severity == "error"]
+        if errors:
+            raise ValueError("; ".join(f"{f.path}: {f.message}" for f in errors))
+        return self

@@ -1,0 +1,501 @@
+"""Checks across fields and against the machine catalog. Each rule is a small function returning findings.
+
+Errors are what Vertex would reject (or silently get wrong, like a GPU type with count 0); warnings are what
+Vertex accepts but is probably a mistake. Sources: reference/vertex.md §2-§3, perf-reliability.md (b).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vertexdist.spec import catalog
+from vertexdist.spec.catalog_data import (
+    BOOT_DISK_TYPES,
+    DEPRECATED_STRATEGIES,
+    MACHINES,
+    REGIONS,
+    SCHEDULING_STRATEGIES,
+)
+
+if TYPE_CHECKING:
+    from vertexdist.errors import Severity
+    from vertexdist.spec.models import JobTemplate
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    message: str
+    hint: str | None = None
+    severity: Severity = "error"
+    on_key: bool = False  # the problem is the mapping key itself (placed on the key, not its value)
+
+
+def _did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
+    match = catalog.close_match(value, choices)
+    return f"did you mean {match!r}?" if match else ""
+
+
+def _join(*parts: str) -> str:
+    return " ".join(p for p in parts if p)
+
+
+_NO_ACCELERATOR = ("", "ACCELERATOR_TYPE_UNSPECIFIED")
+
+
+def _accelerator(t: JobTemplate) -> str | None:
+    return None if t.accelerator_type in (None, *_NO_ACCELERATOR) else t.accelerator_type
+
+
+def machine_type_known(t: JobTemplate) -> Iterator[Finding]:
+    if t.machine_type not in MACHINES:
+        yield Finding(
+            "machine_type",
+            f"{t.machine_type!r} is not a Vertex AI training machine type",
+            _join(_did_you_mean(t.machine_type, list(MACHINES)), "run `vertexdist machines` for the list"),
+        )
+
+
+def accelerator_type_known(t: JobTemplate) -> Iterator[Finding]:
+    accelerator = _accelerator(t)
+    if accelerator is None or catalog.known_accelerator(accelerator):
+        return
+    retired = catalog.retired_accelerator_reason(accelerator)
+    if retired:
+        yield Finding(
+            "accelerator_type", f"{accelerator!r}: {retired}", "run `vertexdist machines` for the GPUs"
+        )
+        return
+    yield Finding(
+        "accelerator_type",
+        f"{accelerator!r} is not an accelerator type",
+        _join(
+            _did_you_mean(accelerator, list(catalog.ACCELERATORS)),
+            "names are the API's enum names, e.g. NVIDIA_TESLA_A100, NVIDIA_L4",
+        ),
+    )
+
+
+def accelerator_type_and_count_together(t: JobTemplate) -> Iterator[Finding]:
+    accelerator = _accelerator(t)
+    options = catalog.describe_options(t.machine_type)
+    if accelerator is not None and t.accelerator_count == 0:
+        # The SDK and the API silently drop a type whose count is 0: the job would run without GPUs.
+        yield Finding(
+            "accelerator_count",
+            f"accelerator_type is {accelerator} but accelerator_count is 0 (the job would get no GPU)",
+            f"set accelerator_count; {t.machine_type} takes {options}",
+        )
+    if accelerator is None and t.accelerator_count > 0:
+        yield Finding(
+            "accelerator_type",
+            f"accelerator_count is {t.accelerator_count} but no accelerator_type is set",
+            f"set accelerator_type; {t.machine_type} takes {options}",
+        )
+
+
+def _machines_taking(accelerator: str) -> str:
+    names = [row.name for row in catalog.machines_for_accelerator(accelerator)]
+    shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+    return f"{accelerator} goes on {shown}" if names else ""
+
+
+def accelerator_fits_machine(t: JobTemplate) -> Iterator[Finding]:
+    accelerator = _accelerator(t)
+    row = catalog.machine(t.machine_type)
+    if accelerator is None or row is None or not catalog.known_accelerator(accelerator):
+        return
+    if accelerator in row.accelerators:
+        return
+    if accelerator == "NVIDIA_A100_80GB" and t.machine_type.startswith("a2-"):
+        yield Finding(
+            "accelerator_type",
+            f"NVIDIA_A100_80GB goes only on a2-ultragpu machines, not on {t.machine_type}",
+            f"{t.machine_type} has the 40GB A100: use NVIDIA_TESLA_A100, or an a2-ultragpu-*g for 80GB",
+        )
+        return
+    if accelerator == "NVIDIA_TESLA_A100" and t.machine_type.startswith("a2-ultragpu"):
+        yield Finding(
+            "accelerator_type",
+            f"{t.machine_type} has the 80GB A100 (NVIDIA_A100_80GB); NVIDIA_TESLA_A100 is the 40GB part",
+            "use NVIDIA_A100_80GB, or an a2-highgpu-*g machine for the 40GB A100",
+        )
+        return
+    if not row.accelerators:
+        yield Finding(
+            "accelerator_type",
+            f"{t.machine_type} takes no accelerators",
+            _join(_machines_taking(accelerator), "(`vertexdist machines --accelerator " + accelerator + "`)"),
+        )
+        return
+    yield Finding(
+        "accelerator_type",
+        f"{t.machine_type} does not take {accelerator}; it takes {catalog.describe_options(t.machine_type)}",
+        _machines_taking(accelerator),
+    )
+
+
+def accelerator_count_allowed(t: JobTemplate) -> Iterator[Finding]:
+    accelerator = _accelerator(t)
+    if accelerator is None or t.accelerator_count == 0:
+        return
+    counts = catalog.allowed_counts(t.machine_type, accelerator)
+    if counts and t.accelerator_count not in counts:
+        allowed = ", ".join(str(c) for c in counts)
+        yield Finding(
+            "accelerator_count",
+            f"{t.machine_type} takes {allowed} x {accelerator}, not {t.accelerator_count}",
+            f"set accelerator_count: {counts[-1] if len(counts) > 1 else counts[0]}"
+            + ("" if len(counts) == 1 else f" (or {allowed})"),
+        )
+
+
+def gpu_machine_needs_its_gpus(t: JobTemplate) -> Iterator[Finding]:
+    row = catalog.machine(t.machine_type)
+    if row is None or not catalog.is_accelerator_optimized(t.machine_type) or _accelerator(t) is not None:
+        return
+    if t.accelerator_count > 0:
+        return  # reported by accelerator_type_and_count_together
+    accelerator, counts = next(iter(row.accelerators.items()))
+    yield Finding(
+        "accelerator_type",
+        f"{t.machine_type} comes with {counts[0]} x {accelerator}, but the template names no accelerator",
+        f"set accelerator_type: {accelerator} and accelerator_count: {counts[0]}",
+    )
+
+
+def a4x_needs_reservation(t: JobTemplate) -> Iterator[Finding]:
+    row = catalog.machine(t.machine_type)
+    if row is not None and "reservation" in row.note:
+        yield Finding(
+            "machine_type",
+            f"{t.machine_type} {row.note}; vertexdist templates cannot name one yet",
+            "the job will wait for capacity unless the project has a matching reservation",
+            "warning",
+        )
+
+
+def replica_count_positive(t: JobTemplate) -> Iterator[Finding]:
+    if t.replica_count < 1:  # the model already enforces ge=1; kept for templates built with model_construct
+        yield Finding("replica_count", f"replica_count must be at least 1, got {t.replica_count}", None)
+
+
+def reduction_server_needs_gpu_workers(t: JobTemplate) -> Iterator[Finding]:
+    if t.reduction_server_count > 0 and (_accelerator(t) is None or t.accelerator_count == 0):
+        yield Finding(
+            "reduction_server_count",
+            "Reduction Server needs GPU workers (it speeds up NCCL all-reduce between GPU nodes)",
+            "set accelerator_type and accelerator_count, or remove reduction_server_count",
+        )
+
+
+def reduction_server_machine_is_cpu(t: JobTemplate) -> Iterator[Finding]:
+    if t.reduction_server_count == 0:
+        return
+    name = t.reduction_server_machine_type
+    if name not in MACHINES:
+        yield Finding(
+            "reduction_server_machine_type",
+            f"{name!r} is not a Vertex AI training machine type",
+            _join(_did_you_mean(name, list(MACHINES)), "n1-highcpu-16 is the recommended reducer machine"),
+        )
+    elif catalog.is_accelerator_optimized(name):
+        yield Finding(
+            "reduction_server_machine_type",
+            f"reduction servers run on CPU machines; {name} is a GPU machine",
+            "use n1-highcpu-16 (32 Gbps egress) or n2-highcpu-16",
+        )
+
+
+def reduction_server_speedup(t: JobTemplate) -> Iterator[Finding]:
+    if t.reduction_server_count > 0 and t.replica_count <= 2:
+        yield Finding(
+            "reduction_server_count",
+            f"reduction servers speed up all-reduce only from 3 nodes up; this job has {t.replica_count}"
+            " (at 2 nodes a ring all-reduce already sends each gradient once)",
+            "use reduction servers from 3 nodes up (the gain is 2(N-1)/N: 1.5x at 4 nodes), or remove them",
+            "warning",
+        )
+
+
+def reduction_server_bandwidth(t: JobTemplate) -> Iterator[Finding]:
+    if t.reduction_server_count == 0:
+        return
+    worker = catalog.machine(t.machine_type)
+    reducer = catalog.machine(t.reduction_server_machine_type)
+    if not worker or not reducer or worker.egress_gbps is None or reducer.egress_gbps is None:
+        return
+    worker_total = worker.egress_gbps * t.replica_count
+    reducer_total = reducer.egress_gbps * t.reduction_server_count
+    if reducer_total < worker_total:
+        needed = -(-worker_total // reducer.egress_gbps)
+        yield Finding(
+            "reduction_server_count",
+            f"reducer egress {reducer_total:g} Gbps is below the workers' {worker_total:g} Gbps"
+            f" ({t.replica_count} x {t.machine_type}); the reducers would be the bottleneck",
+            f"use at least {int(needed)} x {t.reduction_server_machine_type}",
+            "warning",
+        )
+
+
+def reduction_server_with_custom_image(t: JobTemplate) -> Iterator[Finding]:
+    if t.reduction_server_count > 0 and t.build is not None:
+        yield Finding(
+            "reduction_server_count",
+            "reduction servers need the NCCL plugin in the built image (apt package google-reduction-server)",
+            "the project's Dockerfile installs it; your own must too (apt repo google-fast-socket)",
+            "warning",
+        )
+
+
+def ddp_restart_policy(t: JobTemplate) -> Iterator[Finding]:
+    if t.replica_count > 1 and not t.restart_job_on_worker_restart:
+        yield Finding(
+            "restart_job_on_worker_restart",
+            "multi-node DDP without restart_job_on_worker_restart: if one worker restarts, the others hang"
+            " in NCCL until the collective timeout",
+            "set restart_job_on_worker_restart: true and resume from checkpoints",
+            "warning",
+        )
+
+
+_BUCKET_URI = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s]*)?$")
+
+
+def gcs_uris(t: JobTemplate) -> Iterator[Finding]:
+    for name in ("staging_bucket", "base_output_dir"):
+        value = getattr(t, name)
+        if value is None or _BUCKET_URI.match(value):
+            continue
+        hint = "write gs://BUCKET/folder"
+        if value.startswith("/") or value.startswith("."):
+            hint = "a Cloud Storage folder is meant, not a local path: write gs://BUCKET/folder"
+        elif value.startswith("gcs://") or value.startswith("gs:/") or value.startswith("GS://"):
+            hint = "the scheme is gs:// (two slashes, lowercase)"
+        yield Finding(name, f"{value!r} is not a gs:// URI", hint)
+
+
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+
+
+def label_rules(t: JobTemplate) -> Iterator[Finding]:
+    if len(t.labels) > 64:
+        yield Finding("labels", f"{len(t.labels)} labels; GCP allows at most 64", None)
+    for key, value in t.labels.items():
+        if not _LABEL_KEY.match(key):
+            yield Finding(
+                f"labels.{key}",
+                f"label key {key!r} is invalid",
+                "keys are 1-63 lowercase letters, digits, _ or -, starting with a letter",
+                on_key=True,
+            )
+        if not _LABEL_VALUE.match(value):
+            yield Finding(
+                f"labels.{key}",
+                f"label value {value!r} is invalid",
+                "values are 0-63 lowercase letters, digits, _ or -, e.g. "
+                + repr(re.sub(r"[^a-z0-9_-]", "-", value.lower())[:63]),
+            )
+
+
+def location_known(t: JobTemplate) -> Iterator[Finding]:
+    if t.location not in REGIONS:
+        yield Finding(
+            "location",
+            f"{t.location!r} is not a Vertex AI training region",
+            _join(_did_you_mean(t.location, REGIONS), "e.g. us-central1, europe-west4, asia-southeast1"),
+        )
+
+
+def strategy_known(t: JobTemplate) -> Iterator[Finding]:
+    strategy = t.scheduling_strategy
+    if strategy is None or strategy in SCHEDULING_STRATEGIES:
+        return
+    if strategy in DEPRECATED_STRATEGIES:
+        yield Finding(
+            "scheduling_strategy",
+            f"{strategy} is deprecated",
+            f"use {DEPRECATED_STRATEGIES[strategy]}",
+            "warning",
+        )
+        return
+    yield Finding(
+        "scheduling_strategy",
+        f"{strategy!r} is not a scheduling strategy; use one of {', '.join(SCHEDULING_STRATEGIES)}",
+        _did_you_mean(strategy.upper(), SCHEDULING_STRATEGIES) or None,
+    )
+
+
+def max_wait_needs_flex_start(t: JobTemplate) -> Iterator[Finding]:
+    if t.max_wait_duration is not None and t.scheduling_strategy != "FLEX_START":
+        yield Finding(
+            "max_wait_duration",
+            "max_wait_duration applies only to scheduling_strategy FLEX_START",
+            "set scheduling_strategy: FLEX_START, or remove max_wait_duration",
+            "warning",
+        )
+
+
+def boot_disk_type_known(t: JobTemplate) -> Iterator[Finding]:
+    if t.boot_disk_type not in BOOT_DISK_TYPES:
+        yield Finding(
+            "boot_disk_type",
+            f"{t.boot_disk_type!r} is not a boot disk type; use one of {', '.join(BOOT_DISK_TYPES)}",
+            _did_you_mean(t.boot_disk_type, BOOT_DISK_TYPES) or None,
+        )
+        return
+    row = catalog.machine(t.machine_type)
+    if (
+        row is not None
+        and row.default_boot_disk_type != t.boot_disk_type
+        and t.boot_disk_type.startswith("pd-")
+    ):
+        yield Finding(
+            "boot_disk_type",
+            f"{t.machine_type} boots from {row.default_boot_disk_type}; {t.boot_disk_type} may be rejected",
+            f"remove boot_disk_type (the default for {t.machine_type} is {row.default_boot_disk_type})",
+            "warning",
+        )
+
+
+def boot_disk_size_range(t: JobTemplate) -> Iterator[Finding]:
+    if not 100 <= t.boot_disk_size_gb <= 64000:  # the model enforces this; kept for model_construct
+        yield Finding(
+            "boot_disk_size_gb", f"boot disk must be 100..64000 GB, got {t.boot_disk_size_gb}", None
+        )
+
+
+_PREBUILT_MARKERS = ("docker.pkg.dev/vertex-ai/", "gcr.io/cloud-aiplatform/")
+
+
+def container_is_prebuilt(t: JobTemplate) -> Iterator[Finding]:
+    if t.build is not None:
+        if "container_uri" in t.model_fields_set:
+            yield Finding(
+                "container_uri",
+                "container_uri is not used when `build` is set: the built image runs the training pools",
+                "remove container_uri, or remove `build` to run the package on this prebuilt image",
+                "warning",
+            )
+        return
+    uri = t.container_uri
+    if not any(marker in uri for marker in _PREBUILT_MARKERS):
+        yield Finding(
+            "container_uri",
+            f"{uri!r} is not a prebuilt Vertex training image; a Python package job must run on one",
+            "use e.g. us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest,"
+            " or add a `build` section to run your own image",
+        )
+        return
+    if not uri.endswith(":latest"):
+        yield Finding(
+            "container_uri",
+            "prebuilt Vertex training images support only the :latest tag",
+            f"write {uri.rsplit(':', 1)[0] if ':' in uri.rsplit('/', 1)[-1] else uri}:latest",
+            "warning",
+        )
+    if _accelerator(t) is not None and ("pytorch-xla" in uri or "pytorch-cpu" in uri or "-cpu." in uri):
+        yield Finding(
+            "container_uri",
+            f"{uri} is a CPU image but the job asks for GPUs",
+            "use a pytorch-gpu image, e.g. us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+            "warning",
+        )
+
+
+_EMAIL = re.compile(r"^[^@\s]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
+_NETWORK = re.compile(r"^projects/\d+/global/networks/[a-z]([-a-z0-9]*[a-z0-9])?$")
+_TENSORBOARD = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$")
+
+
+def identity_and_network(t: JobTemplate) -> Iterator[Finding]:
+    if t.service_account is not None and not _EMAIL.match(t.service_account):
+        yield Finding(
+            "service_account",
+            f"{t.service_account!r} is not a service account email",
+            "write NAME@PROJECT.iam.gserviceaccount.com",
+        )
+    if t.network is not None and not _NETWORK.match(t.network):
+        yield Finding(
+            "network",
+            f"{t.network!r} is not a network resource name",
+            "write projects/PROJECT_NUMBER/global/networks/NETWORK (the project number, not its id)",
+        )
+    if t.tensorboard is not None:
+        if not _TENSORBOARD.match(t.tensorboard):
+            yield Finding(
+                "tensorboard",
+                f"{t.tensorboard!r} is not a Tensorboard resource name",
+                "write projects/PROJECT/locations/LOCATION/tensorboards/ID",
+            )
+        if t.service_account is None:
+            yield Finding(
+                "tensorboard",
+                "tensorboard needs a service_account (Vertex writes logs with it)",
+                "set service_account to an account with access to the Tensorboard and the output bucket",
+            )
+
+
+def env_limits(t: JobTemplate) -> Iterator[Finding]:
+    if len(t.trainer.env) > 100:
+        yield Finding("trainer.env", f"{len(t.trainer.env)} environment variables; Vertex allows 100", None)
+
+
+def build_repository_region(t: JobTemplate) -> Iterator[Finding]:
+    if t.build is None:
+        return
+    region = t.build.repository_region()
+    if region not in REGIONS and region not in ("us", "europe", "asia"):
+        yield Finding(
+            "build.repository",
+            f"{region!r} is not an Artifact Registry location",
+            _join(_did_you_mean(region, REGIONS), "use the job's region, e.g. " + t.location),
+        )
+    elif region != t.location and not t.location.startswith(region + "-"):
+        yield Finding(
+            "build.repository",
+            f"the repository is in {region} but the job runs in {t.location}:"
+            " every replica pulls the image across regions",
+            f"use a repository in {t.location}",
+            "warning",
+        )
+
+
+Rule = Callable[["JobTemplate"], Iterator[Finding]]
+
+RULES: tuple[Rule, ...] = (
+    machine_type_known,
+    accelerator_type_known,
+    accelerator_type_and_count_together,
+    accelerator_fits_machine,
+    accelerator_count_allowed,
+    gpu_machine_needs_its_gpus,
+    a4x_needs_reservation,
+    replica_count_positive,
+    reduction_server_needs_gpu_workers,
+    reduction_server_machine_is_cpu,
+    reduction_server_speedup,
+    reduction_server_bandwidth,
+    reduction_server_with_custom_image,
+    ddp_restart_policy,
+    gcs_uris,
+    label_rules,
+    location_known,
+    strategy_known,
+    max_wait_needs_flex_start,
+    boot_disk_type_known,
+    boot_disk_size_range,
+    container_is_prebuilt,
+    identity_and_network,
+    env_limits,
+    build_repository_region,
+)
+
+
+def check_template(t: JobTemplate) -> list[Finding]:
+    """Every finding of every rule, errors and warnings, in rule order."""
+    return [finding for rule in RULES for finding in rule(t)]

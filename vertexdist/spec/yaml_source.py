@@ -1,0 +1,126 @@
+"""Safe YAML loading that remembers where every key and value sits (line and column, 1-based).
+
+Only PyYAML's safe loader is used, so tags such as `!!python/object` are rejected, never executed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+try:  # libyaml is several times faster; the pure-Python loader gives the same results.
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int
+    col: int
+
+
+@dataclass
+class SourceMap:
+    """Where each path of the document was written: the key (for mappings) and the value."""
+
+    keys: dict[Loc, Position] = field(default_factory=dict)
+    values: dict[Loc, Position] = field(default_factory=dict)
+
+    def find(self, loc: Loc, *, prefer_key: bool = False) -> Position:
+        """The position of `loc`, or of its nearest written parent (a missing field points at its parent)."""
+        probe = tuple(loc)
+        while True:
+            if prefer_key and probe in self.keys:
+                return self.keys[probe]
+            if probe in self.values:
+                return self.values[probe]
+            if not probe:
+                return Position(1, 1)
+            probe = probe[:-1]
+
+
+class YamlSourceError(Exception):
+    """The text is not a YAML mapping we can read; carries the position and a hint."""
+
+    def __init__(self, message: str, position: Position, hint: str, path: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.position = position
+        self.hint = hint
+        self.path = path
+
+
+def _position(node: yaml.Node) -> Position:
+    return Position(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _walk(node: yaml.Node, loc: Loc, source: SourceMap, seen_nodes: set[int]) -> None:
+    source.values[loc] = _position(node)
+    # An alias points at a node already walked: walking it again could loop (a recursive anchor) or
+    # blow up (nested aliases); errors under it point at the alias instead.
+    if id(node) in seen_nodes:
+        return
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, Position] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise YamlSourceError(
+                    "a mapping key must be a plain name", _position(key_node), "write `name: value`"
+                )
+            key = key_node.value
+            if key in seen:
+                first = seen[key]
+                dotted = ".".join(str(p) for p in (*loc, key))
+                raise YamlSourceError(
+                    f"duplicate key {key!r} (first written at line {first.line})",
+                    _position(key_node),
+                    "keep one of the two; YAML would silently use the last one",
+                    dotted,
+                )
+            seen[key] = _position(key_node)
+            source.keys[(*loc, key)] = _position(key_node)
+            _walk(value_node, (*loc, key), source, seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*loc, index), source, seen_nodes)
+
+
+def load_yaml_mapping(text: str) -> tuple[dict[str, Any], SourceMap]:
+    """Parse one YAML document that must be a mapping; returns the data and where each part was written."""
+    loader = _Loader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                raise YamlSourceError(
+                    "the template is empty", Position(1, 1), "start from a file in job_templates/"
+                )
+            source = SourceMap()
+            _walk(node, (), source, set())
+            data = loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        position = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        hint = "check the indentation and quoting on this line"
+        if "python/" in str(problem) or "could not determine a constructor" in str(problem):
+            hint = "templates are loaded safely: tags like !!python/... are not allowed; remove the tag"
+        raise YamlSourceError(f"invalid YAML: {problem}", position, hint) from None
+    except yaml.YAMLError as exc:
+        raise YamlSourceError(f"invalid YAML: {exc}", Position(1, 1), "check the file is YAML") from None
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
+        raise YamlSourceError(
+            f"the top level must be a mapping of fields, got {kind}",
+            _position(node),
+            "write `display_name: ...`, `machine_type: ...` and the other fields at the top level",
+        )
+    return data, source
