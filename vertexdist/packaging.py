@@ -148,16 +148,26 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def build_sdist(trainer: TrainerSource, out_dir: Path) -> BuiltPackage:
-    """Write the trainer's sdist to `out_dir`; identical sources give identical bytes and digest."""
+def sdist_bytes(trainer: TrainerSource) -> tuple[BuiltPackage, bytes]:
+    """The trainer's sdist in memory (not written: `path` is empty); identical sources, identical bytes."""
     dist_name, members = _sdist_members(trainer)
     data = _tar_gz(f"{dist_name}-{DEFAULT_VERSION}", members)
     digest = hashlib.sha256(data).hexdigest()
-    pkg = BuiltPackage(path=Path(), dist_name=dist_name, version=DEFAULT_VERSION, digest=digest)
-    path = Path(out_dir) / digest[:16] / pkg.filename
-    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+    return BuiltPackage(path=Path(), dist_name=dist_name, version=DEFAULT_VERSION, digest=digest), data
+
+
+def planned_package_uri(trainer: TrainerSource, staging_bucket: str) -> str:
+    """The URI `submit` uploads the trainer to, computed without writing anything (render, dry-run)."""
+    return package_uri(staging_bucket, sdist_bytes(trainer)[0])
+
+
+def build_sdist(trainer: TrainerSource, out_dir: Path) -> BuiltPackage:
+    """Write the trainer's sdist under `out_dir/<digest[:16]>/`; an identical file already there is kept."""
+    pkg, data = sdist_bytes(trainer)
+    path = Path(out_dir) / pkg.digest[:16] / pkg.filename
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != pkg.digest:
         _write_atomic(path, data)
-    return BuiltPackage(path=path, dist_name=dist_name, version=DEFAULT_VERSION, digest=digest)
+    return BuiltPackage(path=path, dist_name=pkg.dist_name, version=pkg.version, digest=pkg.digest)
 
 
 def file_digest(path: Path) -> str:

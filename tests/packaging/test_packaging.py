@@ -119,3 +119,26 @@ def test_a_broken_package_fails_install_with_the_pip_message(tmp_path: Path) -> 
     with pytest.raises(PackagingError, match=r"installing mytrainer-0\.1\.tar\.gz failed"):
         install_package(built.path, tmp_path / "cache")
     assert not any(p.name.startswith(".install-") for p in (tmp_path / "cache").iterdir())
+
+
+def test_render_names_the_package_submit_will_upload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from vertexdist.cli import main
+    from vertexdist.packaging import planned_package_uri, sdist_bytes
+
+    pkg = _make_package(tmp_path)
+    template = tmp_path / "job.yaml"
+    template.write_text(
+        "display_name: pkg-job\nproject: my-project\nlocation: us-central1\nstaging_bucket: gs://my-bucket/stage\n"
+        "machine_type: n1-standard-4\ntrainer:\n  package: mytrainer\n"
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        main.run(["render", str(template), "--format", "json"])
+    assert exit_info.value.code in (0, None)
+    spec = json.loads(capsys.readouterr().out)
+    uri = spec["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"][0]
+    assert uri == planned_package_uri(Trainer(package=pkg), "gs://my-bucket/stage")
+    assert sdist_bytes(Trainer(package=pkg))[0].digest[:16] in uri

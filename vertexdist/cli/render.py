@@ -33,7 +33,8 @@ def render(
 ) -> None:
     """Print what Vertex receives for TEMPLATE: the CustomJobSpec, or with --request the whole API request.
 
-    The package (or image) URI shows <pending> until submit builds it; its digest names the real one.
+    The package URI carries the digest of the trainer sdist submit will upload; an image URI to be built
+    shows <pending>.
     Secret-looking env values (SECRET, TOKEN, PASSWORD, KEY, CREDENTIAL) are masked.
     """
     from vertexdist.errors import UsageError
@@ -43,7 +44,16 @@ def render(
     if output_format not in FORMATS:
         raise UsageError(f"unknown --format {output_format!r}", hint=f"use one of {', '.join(FORMATS)}")
     loaded = load_template(template)
-    body = render_request(loaded) if request else render_job_spec(loaded)
+    package_uri = None
+    if loaded.build is None and loaded.staging_bucket:
+        from vertexdist.packaging import planned_package_uri
+
+        package_uri = planned_package_uri(loaded.trainer, loaded.staging_bucket)
+    body = (
+        render_request(loaded, package_uri=package_uri)
+        if request
+        else render_job_spec(loaded, package_uri=package_uri)
+    )
     typer.echo(dump(mask_secrets(body), output_format), nl=output_format == "json")
 
 
