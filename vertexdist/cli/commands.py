@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from vertexdist.cli import machines, render, schema, validate
+from vertexdist.cli import build, machines, render, schema, validate
 
-MODULES: list[ModuleType] = [validate, render, schema, machines]
+MODULES: list[ModuleType] = [validate, render, schema, machines, build]

@@ -1,0 +1,124 @@
+"""`vertexdist build --local`: the docker CLI as a thin edge (argv built by pure functions).
+
+The context goes to `docker build` as the same reproducible `.tar.gz` Cloud Build gets (on stdin, `-`),
+so a local build sees exactly the files the content hash covers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from vertexdist.errors import VertexdistError
+
+
+def docker_daemon_answers(docker: str = "docker", timeout_s: float = 5.0) -> bool:
+    """Whether a Docker daemon answers (the CLI alone is not enough to build)."""
+    if shutil.which(docker) is None:
+        return False
+    try:
+        result = subprocess.run(
+            [docker, "version", "--format", "{{.Server.Version}}"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0 and bool(result.stdout.strip())
+
+
+def docker_build_argv(
+    image_uri: str,
+    dockerfile: str,
+    build_args: Mapping[str, str],
+    *,
+    docker: str = "docker",
+) -> list[str]:
+    """`docker build` reading the context tarball from stdin; `dockerfile` is its path inside the context."""
+    argv = [docker, "build", "--file", dockerfile, "--tag", image_uri]
+    for key in sorted(build_args):
+        argv += ["--build-arg", f"{key}={build_args[key]}"]
+    return [*argv, "-"]
+
+
+def docker_push_argv(image_uri: str, *, docker: str = "docker") -> list[str]:
+    return [docker, "push", image_uri]
+
+
+def docker_network_create_argv(network: str, *, docker: str = "docker") -> list[str]:
+    """A user-defined bridge network, where containers find each other by hostname (`local-run --docker`)."""
+    return [docker, "network", "create", "--driver", "bridge", network]
+
+
+def docker_run_argv(
+    image_uri: str,
+    *,
+    name: str,
+    network: str,
+    hostname: str,
+    env: Mapping[str, str],
+    command: Sequence[str] | None = None,
+    args: Sequence[str] = (),
+    gpus: str | None = None,
+    mounts: Sequence[tuple[str, str]] = (),
+    docker: str = "docker",
+) -> list[str]:
+    """One replica as a container, Vertex-style: `command` replaces ENTRYPOINT (and drops CMD) as
+    `containerSpec.command` does; `hostname` (e.g. `workerpool0-0`) is what CLUSTER_SPEC names it by."""
+    argv = [docker, "run", "--rm", "--name", name, "--network", network, "--hostname", hostname]
+    argv += ["--network-alias", hostname]
+    for key in sorted(env):
+        argv += ["--env", f"{key}={env[key]}"]
+    for host_path, container_path in mounts:
+        argv += ["--volume", f"{host_path}:{container_path}"]
+    if gpus:
+        argv += ["--gpus", gpus]
+    tail = list(args)
+    if command:
+        argv += ["--entrypoint", command[0]]
+        tail = [*command[1:], *args]
+    return [*argv, image_uri, *tail]
+
+
+class DockerCliRunner:
+    """Builds and pushes with the docker CLI, streaming its output to `log`."""
+
+    def __init__(self, docker: str = "docker", log: Callable[[str], None] = print) -> None:
+        self._docker = docker
+        self._log = log
+
+    def _run(self, argv: list[str], stdin_path: Path | None = None) -> None:
+        self._log("$ " + " ".join(argv))
+        with open(stdin_path, "rb") if stdin_path else open("/dev/null", "rb") as stdin:
+            process = subprocess.Popen(
+                argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+            assert process.stdout is not None
+            for line in process.stdout:
+                self._log(line.rstrip("\n"))
+            code = process.wait()
+        if code != 0:
+            raise VertexdistError(f"`{' '.join(argv[:2])}` failed with exit code {code}")
+
+    def require_daemon(self) -> None:
+        if not docker_daemon_answers(self._docker):
+            raise VertexdistError(
+                "no Docker daemon answers, so --local cannot build",
+                hint="start Docker, or drop --local to build on Cloud Build",
+            )
+
+    def build(
+        self, context_tar: Path, image_uri: str, dockerfile: str, build_args: Mapping[str, str]
+    ) -> None:
+        self._run(docker_build_argv(image_uri, dockerfile, build_args, docker=self._docker), context_tar)
+
+    def build_and_push(
+        self, context_tar: Path, image_uri: str, dockerfile: str, build_args: Mapping[str, str]
+    ) -> None:
+        self.require_daemon()
+        self.build(context_tar, image_uri, dockerfile, build_args)
+        self._run(docker_push_argv(image_uri, docker=self._docker))
