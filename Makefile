@@ -30,7 +30,10 @@ test: lint typecheck unit
 
 demo: venv
 	$(VENV)/bin/vertexdist validate job_templates/
-	$(VENV)/bin/vertexdist render job_templates/a2-4g-x2.yaml
+	@echo "== the 2 x 4-GPU job as local processes, one CPU worker per replica"
+	$(VENV)/bin/vertexdist local-run job_templates/a2-4g-x2.yaml --procs-per-replica 1
+	@echo "== the same job through the real SDK path, against the local Vertex emulator"
+	$(VENV)/bin/vertexdist submit job_templates/a2-4g-x2.yaml --emulator --follow --procs-per-replica 1
 
 bench: venv
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from vertexdist.cli import build, machines, render, schema, validate
+from vertexdist.cli import build, emulator, jobs, local_run, machines, render, schema, submit, validate
 
-MODULES: list[ModuleType] = [validate, render, schema, machines, build]
+MODULES: list[ModuleType] = [validate, render, local_run, schema, machines, build, submit, jobs, emulator]

@@ -1,0 +1,132 @@
+"""Launch overhead of `vertexdist local-run` against starting the same replicas by hand with torchrun.
+
+The same short DDP job (bundled trainer, 2 replicas x 1 process, gloo on CPU) runs three ways:
+  - local-run: the whole CLI (template load, sdist, cached install, ports, replicas, supervision, logs);
+  - torchrun by hand: two `torchrun --rdzv-backend=static` launchers (node rank 0 and 1) on one port;
+and the script prints the median wall time of each (and local-run's first, cold-cache run) and the ratio.
+Target: local-run / torchrun <= 1.0.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPEATS = 3
+TRAINER_ARGS = [
+    "--epochs=1",
+    "--samples=256",
+    "--batch-size=32",
+    "--data=synthetic",
+    "--seed=0",
+    "--rdzv-timeout=60",
+]
+TEMPLATE = {
+    "display_name": "bench-local-run",
+    "project": "bench-project",
+    "staging_bucket": "gs://bench-bucket/staging",
+    "trainer": {"args": TRAINER_ARGS, "env": {"OMP_NUM_THREADS": "1"}},
+    "replica_count": 2,
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def time_local_run(workdir: Path, template: Path, run: int) -> float:
+    out = workdir / f"run-{run}"
+    started = time.perf_counter()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vertexdist",
+            "local-run",
+            str(template),
+            "--out",
+            str(out),
+            "--procs-per-replica",
+            "1",
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+    )
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"local-run failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return elapsed
+
+
+def time_torchrun(workdir: Path, run: int) -> float:
+    port = _free_port()
+    model_dir = workdir / f"torchrun-{run}"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "AIP_MODEL_DIR": str(model_dir / "model")}
+    env["AIP_CHECKPOINT_DIR"] = str(model_dir / "checkpoints")
+    started = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nnodes=2",
+                f"--node-rank={rank}",
+                "--nproc-per-node=1",
+                "--rdzv-backend=static",
+                "--master-addr=127.0.0.1",
+                f"--master-port={port}",
+                "-m",
+                "trainer_pkg.task",
+                *TRAINER_ARGS,
+            ],
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in range(2)
+    ]
+    outputs = [proc.communicate()[0] for proc in procs]
+    elapsed = time.perf_counter() - started
+    if any(proc.returncode for proc in procs):
+        raise SystemExit("torchrun failed:\n" + "\n".join(out[-2000:] for out in outputs))
+    return elapsed
+
+
+def main() -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-local-run-"))
+    try:
+        template = workdir / "job.yaml"
+        template.write_text(yaml.safe_dump(TEMPLATE))
+        cold = time_local_run(workdir, template, 0)  # first run installs the package into the cache
+        local, torchrun = [], []
+        for run in range(1, REPEATS + 1):  # interleaved, so machine noise hits both alike
+            local.append(time_local_run(workdir, template, run))
+            torchrun.append(time_torchrun(workdir, run))
+        local_s, torchrun_s = statistics.median(local), statistics.median(torchrun)
+        print("job: bundled trainer, 2 replicas x 1 process, gloo/CPU, 1 epoch of 256 samples")
+        print(f"local-run (cold package cache, 1 run): {cold:6.2f} s")
+        for name, times in {"local-run": local, "torchrun": torchrun}.items():
+            listed = ", ".join(f"{t:.2f}" for t in times)
+            print(f"{name:<9}  median of {REPEATS}: {statistics.median(times):6.2f} s  runs {listed}")
+        print(f"ratio local-run / torchrun: {local_s / torchrun_s:.2f}x (target <= 1.0x)")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""`vertexdist submit` and the job commands against the emulator, through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertexdist.emulator import Emulator
+from vertexdist.emulator.faults import Fault
+
+pytestmark = pytest.mark.integration
+
+SLEEPER = "import time\ntime.sleep(60)\n"
+
+
+def differences(sent: Any, got: Any, path: str = "") -> list[str]:
+    """Every field path where `got` differs from `sent` (numbers by value: a Struct turns 1 into 1.0)."""
+    if isinstance(sent, dict) and isinstance(got, dict):
+        return [
+            d
+            for key in sorted(set(sent) | set(got))
+            for d in differences(sent.get(key), got.get(key), f"{path}.{key}")
+        ]
+    if isinstance(sent, list) and isinstance(got, list) and len(sent) == len(got):
+        return [
+            d
+            for i, (a, b) in enumerate(zip(sent, got, strict=True))
+            for d in differences(a, b, f"{path}[{i}]")
+        ]
+    return [] if sent == got else [f"{path}: sent {sent!r}, got {got!r}"]
+
+
+def pipelines_with_hash(emu: Emulator, request_hash: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in emu.store.list("projects/test-proj/locations/us-central1", "trainingPipelines")
+        if p.get("labels", {}).get("vertexdist-request") == request_hash
+    ]
+
+
+def test_submit_sends_exactly_the_dry_run_request(emu: Emulator, cli: Any, write_template: Any) -> None:
+    path = write_template(name="same-request", replicas=2, env={"NCCL_DEBUG": "WARN"})
+    code, out, _ = cli("submit", str(path), "--dry-run")
+    assert code == 0
+    dry = json.loads(out)
+    code, out, err = cli("submit", str(path))
+    assert code == 0, err
+    name = out.splitlines()[0]
+    received = emu.store.get(name)
+    assert received is not None
+    sent = dry["trainingPipeline"]
+    assert name.startswith(dry["parent"] + "/trainingPipelines/")
+    for field in sent:
+        assert differences(sent[field], received[field], field) == []
+    backing = emu.store.get(received["trainingTaskMetadata"]["backingCustomJob"])
+    assert backing is not None and differences(sent["trainingTaskInputs"], backing["jobSpec"]) == []
+    assert "SUCCEEDED" in err
+
+
+def test_unchanged_package_is_not_uploaded_again(emu: Emulator, cli: Any, write_template: Any) -> None:
+    from google.cloud import storage
+
+    path = write_template(name="upload-once")
+    code, _, err = cli("submit", str(path))
+    assert code == 0 and "package uploaded gs://vd-staging/staging/vertexdist/packages/" in err
+    uri = err.split("package uploaded ")[1].split()[0]
+    blob = storage.Client(project="test-proj").bucket("vd-staging").get_blob(uri.split("/", 3)[3])
+    code, _, err = cli("submit", str(path), "--yes")
+    assert code == 0 and f"unchanged, already in the bucket: {uri}" in err
+    again = storage.Client(project="test-proj").bucket("vd-staging").get_blob(uri.split("/", 3)[3])
+    assert again.generation == blob.generation
+
+
+def test_a_duplicate_submit_is_refused_without_yes(emu: Emulator, cli: Any, write_template: Any) -> None:
+    path = write_template(name="dup-check")
+    code, out, _ = cli("submit", str(path), "--detach")
+    assert code == 0
+    request_hash = emu.store.get(out.splitlines()[0])["labels"]["vertexdist-request"]
+    code, out, err = cli("submit", str(path), "--detach")
+    assert code == 1
+    assert "refusing to create a duplicate" in err and "hint: pass --yes" in err
+    assert len(pipelines_with_hash(emu, request_hash)) == 1
+    code, _, _ = cli("submit", str(path), "--detach", "--yes")
+    assert code == 0 and len(pipelines_with_hash(emu, request_hash)) == 2
+
+
+def test_transient_failures_are_retried_and_create_exactly_one_job(
+    emu: Emulator, cli: Any, write_template: Any
+) -> None:
+    path = write_template(name="flaky-service")
+    emu.faults.add(
+        Fault("create", 503, "The service is currently unavailable.", "trainingPipelines", times=2)
+    )
+    emu.faults.add(Fault("get", 429, "Too many requests, slow down.", "trainingPipelines", times=1))
+    # A lost answer: the pipeline is created, the client sees 503 and must not create a second one.
+    emu.faults.add(Fault("create", 503, "Connection reset.", "trainingPipelines", times=1, after=True))
+    code, out, err = cli("submit", str(path))
+    assert code == 0, err
+    request_hash = emu.store.get(out.splitlines()[0])["labels"]["vertexdist-request"]
+    assert len(pipelines_with_hash(emu, request_hash)) == 1
+    fired = [(method, status) for method, _, status in emu.faults.fired]
+    assert fired.count(("create", 503)) == 3 and ("get", 429) in fired
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "hint"),
+    [
+        (400, "Machine type n1-standard-4 is not available.", "vertexdist validate"),
+        (
+            403,
+            "Permission 'aiplatform.trainingPipelines.create' denied on project test-proj.",
+            "roles/aiplatform.user",
+        ),
+        (404, "Location us-central1 is not found.", "check the job name"),
+        (
+            429,
+            "The following quota metrics exceed quota limits: custom_model_training_cpus",
+            "out of quota",
+        ),
+    ],
+)
+def test_permanent_failures_stop_with_the_server_message(
+    emu: Emulator, cli: Any, write_template: Any, status: int, message: str, hint: str
+) -> None:
+    path = write_template(name=f"refused-{status}")
+    emu.faults.add(Fault("create", status, message, "trainingPipelines", times=5))
+    code, out, err = cli("submit", str(path))
+    assert code == 1
+    assert f"error: creating the training pipeline failed ({status}): {message}" in err
+    assert "hint: " in err and hint in err
+    assert [f for f in emu.faults.fired if f[0] == "create"] == [("create", "trainingPipelines", status)]
+    assert "Traceback" not in err and out == ""
+
+
+def test_secrets_are_masked_in_dry_run_status_and_logs(emu: Emulator, cli: Any, write_template: Any) -> None:
+    secret = "s3cr3t-value-123"
+    script = "import os\nprint('token is', os.environ['API_TOKEN'])\n"
+    path = write_template(script, name="secretive", env={"API_TOKEN": secret, "PLAIN": "visible"})
+    code, out, _ = cli("submit", str(path), "--dry-run")
+    assert code == 0 and secret not in out and "********" in out and "visible" in out
+    code, out, err = cli("submit", str(path), "--follow")
+    assert code == 0, err
+    name = out.splitlines()[0]
+    assert "token is ********" in out and secret not in out + err
+    for command in (("status", name, "--json"), ("status", name), ("logs", name), ("logs", name, "--json")):
+        code, out, err = cli(*command)
+        assert code == 0 and secret not in out + err, command
+    assert "token is ********" in cli("logs", name)[1]
+
+
+def test_job_commands_report_state_and_exit_codes(emu: Emulator, cli: Any, write_template: Any) -> None:
+    failing = write_template("import sys\nprint('bad data')\nsys.exit(4)\n", name="failing-job")
+    code, out, err = cli("submit", str(failing))
+    assert code == 1 and "job FAILED" in err and "workerpool0-0" in err
+    failed_name = out.splitlines()[0]
+    code, out, _ = cli("status", failed_name, "--json")
+    assert code == 1 and json.loads(out)["state"] == "FAILED"
+    code, out, _ = cli("logs", failed_name, "--json")
+    assert {"replica": "workerpool0-0", "line": "bad data"} in [json.loads(line) for line in out.splitlines()]
+
+    sleeper = write_template(SLEEPER, name="long-job")
+    emu.service.hold_get_s = 0
+    code, out, _ = cli("submit", str(sleeper), "--detach")
+    running_name = out.splitlines()[0]
+    code, out, _ = cli("cancel", running_name, "--json")
+    assert code == 0 and json.loads(out)["cancelRequested"] is True
+    code, out, _ = cli("logs", running_name, "--follow")
+    assert code == 1
+    code, out, _ = cli("status", running_name, "--json")
+    assert json.loads(out)["state"] == "CANCELLED"
+
+    code, out, _ = cli("list", "--project", "test-proj", "--json")
+    listed = {job["name"]: job["state"] for job in json.loads(out)}
+    assert listed[failed_name] == "FAILED" and listed[running_name] == "CANCELLED"
+    code, out, _ = cli("list", "--project", "test-proj")
+    assert code == 0 and running_name in out
+
+    missing = "projects/test-proj/locations/us-central1/trainingPipelines/42"
+    code, _, err = cli("status", missing)
+    assert code == 1 and "(404)" in err and "was not found" in err and "hint:" in err
+    code, _, err = cli("status", "not-a-job")
+    assert code == 2 and "is not a job" in err
+
+
+def test_submit_emulator_runs_in_process_without_any_setup(
+    cli: Any, write_template: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for var in ("VERTEX_API_ENDPOINT", "STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT"):
+        monkeypatch.delenv(var, raising=False)
+    path = write_template("import os\nprint('job', os.environ['CLOUD_ML_JOB_ID'])\n", name="in-process")
+    data = tmp_path / "emulator-data"
+    code, out, err = cli("submit", str(path), "--emulator", "--follow", "--emulator-data-dir", str(data))
+    assert code == 0, err
+    assert (data / "resources" / "trainingPipelines").is_dir()
+    assert out.splitlines()[0].startswith("projects/test-proj/locations/us-central1/trainingPipelines/")
+    assert "[workerpool0-0] job " in out
+    code, out, err = cli("submit", str(path), "--emulator", "--emulator-data-dir", str(data))
+    assert code == 0, err  # no duplicate question for an in-process emulator
+    assert "STORAGE_EMULATOR_HOST" not in __import__("os").environ
+    code, _, err = cli("submit", str(path), "--emulator", "--detach")
+    assert code == 2 and "--emulator" in err
+
+
+def test_build_templates_dry_run_their_image_and_run_as_a_package_on_the_emulator(
+    cli: Any, write_template: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("VERTEX_API_ENDPOINT", raising=False)
+    extra = "build:\n  repository: us-central1-docker.pkg.dev/test-proj/repo\n"
+    path = write_template(name="with-build", extra=extra)
+    (path.parent / "Dockerfile").write_text("FROM python:3.11\nCOPY train.py /app/\n")
+    code, out, err = cli("submit", str(path), "--dry-run")
+    assert code == 0, err
+    pool = json.loads(out)["trainingPipeline"]["trainingTaskInputs"]["workerPoolSpecs"][0]
+    assert pool["containerSpec"]["imageUri"].startswith("us-central1-docker.pkg.dev/test-proj/repo/")
+    code, out, err = cli("submit", str(path), "--emulator", "--emulator-data-dir", str(tmp_path / "d"))
+    assert code == 0, err
+    assert "`build` ignored" in err and "SUCCEEDED" in err
+
+
+def test_dry_run_and_help_never_load_the_sdk(write_template: Any) -> None:
+    import subprocess
+    import sys
+
+    path = write_template(name="light-dry-run")
+    code = (
+        "import sys\n"
+        "from vertexdist.cli import main\n"
+        "for args in (['submit', '--help'], ['status', '--help'], ['submit', sys.argv[1], '--dry-run']):\n"
+        "    try:\n"
+        "        main.run(args)\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code == 0, (args, exc.code)\n"
+        "sdk = ('google.cloud.aiplatform', 'google.cloud.storage')\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(sdk))\n"
+        "print('HEAVY', heavy)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout

@@ -1,0 +1,141 @@
+"""Shared helpers for the local backend's tests: CustomJobSpec builders and process-liveness checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+STANDIN = Path(__file__).with_name("standin_replica.py")
+REDUCTION_IMAGE = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
+
+
+def container_pool(
+    replicas: int, args: Sequence[str], *, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A training pool running the stand-in replica on the host (containerSpec command + args)."""
+    return {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": replicas,
+        "containerSpec": {
+            "imageUri": "example.com/standin:latest",
+            "command": [sys.executable, str(STANDIN)],
+            "args": list(args),
+            "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
+        },
+    }
+
+
+def reduction_pool(replicas: int) -> dict[str, Any]:
+    return {
+        "machineSpec": {"machineType": "n1-highcpu-16"},
+        "replicaCount": replicas,
+        "containerSpec": {"imageUri": REDUCTION_IMAGE},
+    }
+
+
+def standin_spec(
+    record: Path, *, workers: int = 1, reducers: int = 0, extra: Sequence[str] = (), **scheduling: Any
+) -> dict[str, Any]:
+    args = ["--record", str(record), *extra]
+    pools: list[dict[str, Any]] = [container_pool(1, args)]
+    if workers or reducers:
+        pools.append(container_pool(workers, args) if workers else {})
+    if reducers:
+        pools.append(reduction_pool(reducers))
+    spec: dict[str, Any] = {
+        "workerPoolSpecs": pools,
+        "baseOutputDirectory": {"outputUriPrefix": "gs://test-bucket/out"},
+    }
+    if scheduling:
+        spec["scheduling"] = scheduling
+    return spec
+
+
+def process_alive(pid: int) -> bool:
+    """True while `pid` is a live process (a zombie waiting to be reaped counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group `pgid`."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[2] == str(pgid) and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def records(record_dir: Path) -> dict[str, dict[str, Any]]:
+    return {path.stem: json.loads(path.read_text()) for path in sorted(record_dir.glob("*.json"))}
+
+
+def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def assert_no_orphans(recorded: dict[str, dict[str, Any]], extra_pids: Sequence[int] = ()) -> None:
+    """Every replica process, every worker it spawned, and every process group of the job are gone."""
+    assert recorded, "no replica recorded itself; the test proves nothing"
+    pids = [int(r["pid"]) for r in recorded.values()]
+    pids += [int(p) for r in recorded.values() for p in r["worker_pids"]]
+    pids += list(extra_pids)
+    alive = [pid for pid in pids if process_alive(pid)]
+    assert not alive, f"processes left running: {alive}"
+    groups = {int(r["pgid"]) for r in recorded.values()}
+    leftover = {pgid: group_members(pgid) for pgid in groups if group_members(pgid)}
+    assert not leftover, f"process groups left: {leftover}"
+
+
+@pytest.fixture
+def record_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "records"
+    path.mkdir()
+    return path
+
+
+class Kit:
+    """The helpers above, handed to tests as a fixture (tests run with --import-mode=importlib)."""
+
+    STANDIN = STANDIN
+    container_pool = staticmethod(container_pool)
+    reduction_pool = staticmethod(reduction_pool)
+    standin_spec = staticmethod(standin_spec)
+    process_alive = staticmethod(process_alive)
+    group_members = staticmethod(group_members)
+    records = staticmethod(records)
+    wait_for = staticmethod(wait_for)
+    assert_no_orphans = staticmethod(assert_no_orphans)
+
+
+@pytest.fixture
+def kit() -> type[Kit]:
+    return Kit

@@ -1,0 +1,259 @@
+"""`vertexdist local-run` end to end, as a user runs it: real CLI processes, real replicas, real signals."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.integration
+
+
+def _template(
+    path: Path,
+    *,
+    replicas: int = 2,
+    args: Sequence[str] = (),
+    reducers: int = 0,
+    trainer: dict[str, Any] | None = None,
+    **extra: Any,
+) -> Path:
+    doc: dict[str, Any] = {
+        "display_name": "local-run-test",
+        "project": "my-project",
+        "staging_bucket": "gs://my-bucket/staging",
+        "trainer": trainer
+        or {"script": str(Path(__file__).with_name("standin_replica.py")), "args": list(args)},
+        "replica_count": replicas,
+        **extra,
+    }
+    if reducers:
+        doc.update(
+            machine_type="a2-highgpu-1g",
+            accelerator_type="NVIDIA_TESLA_A100",
+            accelerator_count=1,
+            reduction_server_count=reducers,
+        )
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _cli(*args: str, cwd: Path) -> list[str]:
+    return [sys.executable, "-m", "vertexdist", "local-run", *args]
+
+
+def _run(*args: str, cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_cli(*args, cwd=cwd), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One working folder for the module, so the installed-package cache is shared between runs."""
+    return tmp_path_factory.mktemp("local-run")
+
+
+def test_plan_prints_every_replica_and_starts_nothing(workdir: Path, tmp_path: Path, kit: Any) -> None:
+    record = tmp_path / "records"
+    script = str(Path(__file__).with_name("standin_replica.py"))
+    trainer = {"script": script, "args": ["--record", str(record)], "env": {"API_TOKEN": "hunter2"}}
+    template = _template(tmp_path / "job.yaml", replicas=3, reducers=1, trainer=trainer)
+    out = tmp_path / "run"
+    result = _run(
+        str(template), "--plan", "--json", "--out", str(out), "--procs-per-replica", "1", cwd=workdir
+    )
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    names = [r["name"] for r in plan["replicas"]]
+    assert names == ["workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool2-0"]
+    chief = plan["replicas"][0]
+    assert chief["argv"][1:3] == ["-m", "aiplatform_custom_trainer_script.task"]
+    assert chief["env"]["API_TOKEN"] == "********"
+    assert "hunter2" not in result.stdout
+    assert chief["log"] == str(out / "logs" / "workerpool0-0.log")
+    assert not out.exists() and not record.exists()
+
+
+def test_replicas_agree_on_the_cluster_as_the_trainer_reads_it(workdir: Path, tmp_path: Path) -> None:
+    """Each replica runs `python -m trainer_pkg.cluster` from the installed package: what does it see?"""
+    spec = importlib.util.find_spec("trainer_pkg")
+    assert spec is not None and spec.submodule_search_locations
+    package = Path(next(iter(spec.submodule_search_locations)))
+    template = _template(
+        tmp_path / "job.yaml",
+        replicas=3,
+        reducers=1,
+        trainer={"package": str(package), "module": "trainer_pkg.cluster"},
+    )
+    out = tmp_path / "run"
+    result = _run(str(template), "--out", str(out), "--procs-per-replica", "2", cwd=workdir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = {}
+    for log in sorted((out / "logs").glob("workerpool[01]-*.log")):
+        seen[log.stem] = json.loads(log.read_text().strip().splitlines()[-1])
+    assert set(seen) == {"workerpool0-0", "workerpool1-0", "workerpool1-1"}
+    assert sorted(s["node_rank"] for s in seen.values()) == [0, 1, 2]
+    assert {s["num_nodes"] for s in seen.values()} == {3}
+    assert {s["world_size"] for s in seen.values()} == {6}
+    assert {s["nproc_per_node"] for s in seen.values()} == {2}
+    assert len({(s["master_addr"], s["master_port"]) for s in seen.values()}) == 1
+    assert seen["workerpool0-0"]["role"] == "chief"
+    assert "stand-in" in (out / "logs" / "workerpool2-0.log").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["state"] == "JOB_STATE_SUCCEEDED"
+    plan = json.loads((out / "plan.json").read_text())
+    assert [r["name"] for r in plan["replicas"]] == [r["name"] for r in summary["replicas"]]
+
+
+def test_a_failing_replica_fails_the_run_and_is_named_with_its_last_lines(
+    workdir: Path, tmp_path: Path
+) -> None:
+    template = _template(
+        tmp_path / "job.yaml",
+        replicas=3,
+        args=["--record", str(tmp_path / "r"), "--sleep", "30", "--fail", "workerpool1-1:5"],
+    )
+    (tmp_path / "r").mkdir()
+    started = time.monotonic()
+    result = _run(str(template), "--out", str(tmp_path / "run"), cwd=workdir)
+    assert time.monotonic() - started < 25
+    assert result.returncode == 1
+    assert "error: The replica workerpool1-1 exited with a non-zero status of 5." in result.stderr
+    assert "workerpool1-1 failing on purpose" in result.stderr  # the tail of its log
+    assert "workerpool1-1 | workerpool1-1 failing on purpose" in result.stdout  # prefixed lines without a TTY
+
+
+def test_json_events_and_the_model_lands_in_the_run_folder(workdir: Path, tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, pathlib\n"
+        "root = os.environ['VERTEXDIST_GCS_ROOT']\n"
+        "uri = os.environ['AIP_MODEL_DIR']\n"
+        "path = pathlib.Path(root, uri.removeprefix('gs://'), 'model.txt')\n"
+        "if os.environ.get('RANK', '0') == '0':\n"
+        "    path.parent.mkdir(parents=True, exist_ok=True); path.write_text('weights')\n"
+        "print('saved', uri)\n"
+    )
+    template = _template(tmp_path / "job.yaml", replicas=2, trainer={"script": str(script)})
+    out = tmp_path / "run"
+    result = _run(str(template), "--out", str(out), "--json", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = {e["event"] for e in events}
+    assert {"job", "replica", "log", "summary"} <= kinds
+    job_states = [e["state"] for e in events if e["event"] == "job"]
+    assert job_states[0] == "JOB_STATE_RUNNING" and job_states[-1] == "JOB_STATE_SUCCEEDED"
+    assert events[-1]["event"] == "summary" and events[-1]["state"] == "JOB_STATE_SUCCEEDED"
+    model_dir = "gs://my-bucket/staging/vertexdist/output/local-run-test/model/"
+    assert any(e["event"] == "log" and e["line"] == f"saved {model_dir}" for e in events)
+    assert (
+        out / "gcs" / "my-bucket/staging/vertexdist/output/local-run-test/model/model.txt"
+    ).read_text() == "weights"
+    assert (out / "logs" / "workerpool1-0.log").is_file()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_local_run_stops_every_replica_within_10s(
+    workdir: Path, tmp_path: Path, kit: Any, sig: signal.Signals
+) -> None:
+    record = tmp_path / "records"
+    record.mkdir()
+    template = _template(
+        tmp_path / "job.yaml",
+        replicas=2,
+        reducers=1,
+        args=["--record", str(record), "--sleep", "60", "--spawn", "2"],
+    )
+    proc = subprocess.Popen(
+        _cli(str(template), "--out", str(tmp_path / "run"), "--procs-per-replica", "1", cwd=workdir),
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert kit.wait_for(lambda: len(kit.records(record)) == 2, timeout=30), proc.stderr
+        started = time.monotonic()
+        proc.send_signal(sig)
+        proc.wait(timeout=10)
+        assert time.monotonic() - started < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    kit.assert_no_orphans(kit.records(record))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["state"] == "JOB_STATE_CANCELLED"
+    assert all(r["exit_code"] is not None for r in summary["replicas"])
+    kit.assert_no_orphans(kit.records(record), [r["pid"] for r in summary["replicas"]])
+
+
+def test_timeout_flag_stops_the_job(workdir: Path, tmp_path: Path, kit: Any) -> None:
+    record = tmp_path / "records"
+    record.mkdir()
+    template = _template(
+        tmp_path / "job.yaml", replicas=2, args=["--record", str(record), "--sleep", "60", "--spawn", "1"]
+    )
+    result = _run(str(template), "--out", str(tmp_path / "run"), "--timeout", "3s", cwd=workdir)
+    assert result.returncode == 1
+    assert "error: the job ran past its timeout of 3s" in result.stderr
+    kit.assert_no_orphans(kit.records(record))
+
+
+def test_two_local_runs_at_once_both_succeed(workdir: Path, tmp_path: Path) -> None:
+    runs = []
+    for i in range(2):
+        record = tmp_path / f"records{i}"
+        record.mkdir()
+        template = _template(
+            tmp_path / f"job{i}.yaml", replicas=3, args=["--record", str(record), "--bind", "--sleep", "2"]
+        )
+        runs.append(
+            subprocess.Popen(
+                _cli(str(template), "--out", str(tmp_path / f"run{i}"), cwd=workdir),
+                cwd=workdir,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    outputs = [run.communicate(timeout=90)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    ports = []
+    for i in range(2):
+        spec = json.loads((tmp_path / f"run{i}" / "job.json").read_text())
+        assert spec["workerPoolSpecs"][1]["replicaCount"] == 2
+        env = json.loads((tmp_path / f"records{i}" / "workerpool0-0.json").read_text())["env"]
+        cluster = json.loads(env["CLUSTER_SPEC"])["cluster"]
+        ports += [address for addresses in cluster.values() for address in addresses]
+    assert len(ports) == len(set(ports)) == 6
+
+
+def test_bad_template_is_one_error_line(workdir: Path, tmp_path: Path) -> None:
+    template = tmp_path / "bad.yaml"
+    template.write_text(
+        "display_name: x\nproject: my-project\nstaging_bucket: gs://my-bucket/s\nreplica_cuont: 2\n"
+    )
+    result = _run(str(template), cwd=workdir)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+    assert "replica_cuont" in result.stderr
+
+
+def test_local_run_module_imports_no_torch_and_no_cloud_sdk() -> None:
+    code = (
+        "import sys, vertexdist.cli.local_run, vertexdist.local\n"
+        "heavy = ('torch', 'google.cloud.aiplatform', 'google.cloud.storage')\n"
+        "loaded = [m for m in sys.modules if m.startswith(heavy)]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,0 +1,86 @@
+"""The launch plan: argv, env, working folder and log file per replica, built without starting anything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertexdist.local.environment import JobContext
+from vertexdist.local.job import JobSpecError, parse_job_spec
+from vertexdist.local.plan import build_plan
+
+CTX = JobContext(job_id="j", project="my-project", region="us-central1", gcs_root="/r/gcs")
+URI = "gs://b/vertexdist/packages/abc/trainer-0.1.tar.gz"
+PACKAGE = {"pythonModule": "trainer.task", "packageUris": [URI], "args": ["--epochs=2", "--lr=0.1"]}
+REDUCER = {"imageUri": "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"}
+
+
+def _spec(**scheduling: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "workerPoolSpecs": [
+            {"replicaCount": 1, "pythonPackageSpec": PACKAGE},
+            {
+                "replicaCount": 1,
+                "containerSpec": {"imageUri": "x", "command": ["run-me", "--flag"], "args": ["a"]},
+            },
+            {"replicaCount": 1, "containerSpec": REDUCER},
+        ]
+    }
+    if scheduling:
+        spec["scheduling"] = scheduling
+    return spec
+
+
+def _plan(spec: dict[str, Any], **kwargs: Any) -> Any:
+    return build_plan(
+        parse_job_spec(spec),
+        CTX,
+        ports=[1001, 1002, 1003],
+        run_dir=Path("/r"),
+        python="/py",
+        package_dirs={URI: "/cache/abc"},
+        **kwargs,
+    )
+
+
+def test_each_replica_gets_argv_env_cwd_and_log() -> None:
+    plan = _plan(_spec())
+    chief, worker, reducer = plan.replicas
+    assert chief.argv == ("/py", "-m", "trainer.task", "--epochs=2", "--lr=0.1")
+    assert chief.env["PYTHONPATH"] == "/cache/abc"
+    assert chief.kind == "trainer" and chief.is_training
+    assert worker.argv == ("run-me", "--flag", "a") and worker.kind == "container"
+    assert "PYTHONPATH" not in worker.env
+    assert reducer.kind == "standin" and not reducer.is_training
+    assert reducer.argv[-3:] == ("127.0.0.1", "1003", "workerpool2-0")
+    assert chief.cwd == Path("/r/replicas/workerpool0-0")
+    assert worker.log_path == Path("/r/logs/workerpool1-0.log")
+    assert [r.address for r in plan.replicas] == ["127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003"]
+
+
+def test_restarts_only_when_the_job_asks_and_retries_are_allowed() -> None:
+    assert _plan(_spec()).max_restarts == 0
+    assert _plan(_spec(restartJobOnWorkerRestart=True)).max_restarts == 3
+    assert _plan(_spec(restartJobOnWorkerRestart=True), max_restarts=5).max_restarts == 5
+    assert _plan(_spec(restartJobOnWorkerRestart=True, disableRetries=True)).max_restarts == 0
+    assert _plan(_spec(timeout="30s")).timeout_s == 30.0
+
+
+def test_a_package_that_was_not_fetched_is_an_error() -> None:
+    with pytest.raises(JobSpecError, match="was not fetched"):
+        build_plan(
+            parse_job_spec(_spec()), CTX, ports=[1, 2, 3], run_dir=Path("/r"), python="/py", package_dirs={}
+        )
+
+
+def test_plan_dict_is_json_and_masks_through_the_given_function() -> None:
+    plan = _plan(_spec())
+    shown = plan.to_dict(
+        mask=lambda env: {k: ("***" if k == "CLOUD_ML_PROJECT_ID" else v) for k, v in env.items()}
+    )
+    json.dumps(shown)
+    assert shown["replicas"][0]["env"]["CLOUD_ML_PROJECT_ID"] == "***"
+    assert plan.replicas[0].env["CLOUD_ML_PROJECT_ID"] == "my-project"

@@ -1,0 +1,150 @@
+"""kill -9 of one DDP worker mid-run with `restart_job_on_worker_restart`: the job restarts, the trainer
+resumes from its checkpoint, and the final model equals an uninterrupted run's bit for bit (real DDP)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+OUTPUT = Path("gcs/my-bucket/staging/vertexdist/output/resume-test")
+TEMPLATE = {
+    "display_name": "resume-test",
+    "project": "my-project",
+    "staging_bucket": "gs://my-bucket/staging",
+    "trainer": {
+        "args": [
+            "--epochs=2",
+            "--batch-size=4",
+            "--samples=3000",
+            "--data=synthetic",
+            "--seed=3",
+            "--checkpoint-every=40",
+            "--rdzv-timeout=30",
+        ],
+        "env": {"OMP_NUM_THREADS": "1"},
+    },
+    "replica_count": 2,
+    "restart_job_on_worker_restart": True,
+    "timeout": "150s",
+}
+
+
+def _local_run(template: Path, out: Path, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out), "--json"],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _assert_same(a: Any, b: Any, where: str = "model") -> None:
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape, where
+        assert torch.equal(a, b), f"{where} differs"
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for key in a:
+            _assert_same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list | tuple):
+        assert type(a) is type(b) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def test_kill_9_of_a_worker_restarts_the_job_and_the_model_matches_an_uninterrupted_run(
+    tmp_path: Path, kit: Any
+) -> None:
+    import torch
+
+    template = tmp_path / "job.yaml"
+    template.write_text(yaml.safe_dump(TEMPLATE))
+
+    baseline = _local_run(template, tmp_path / "baseline", tmp_path)
+    out, _ = baseline.communicate(timeout=170)
+    assert baseline.returncode == 0, out[-3000:]
+
+    interrupted = tmp_path / "interrupted"
+    proc = _local_run(template, interrupted, tmp_path)
+    lines: list[str] = []
+    worker_pid: dict[str, int] = {}
+    got_pid = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            event = json.loads(line) if line.startswith("{") else {}
+            if (
+                event.get("event") == "replica"
+                and event.get("replica") == "workerpool1-0"
+                and event.get("pid")
+            ):
+                worker_pid.setdefault("replica", int(event["pid"]))
+                got_pid.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert got_pid.wait(60), "".join(lines)
+    latest = interrupted / OUTPUT / "checkpoints" / "LATEST"
+    assert kit.wait_for(latest.exists, timeout=60), "".join(lines)[-3000:]
+    replica = worker_pid["replica"]
+    workers = _children(replica)
+    victim = workers[0] if workers else replica  # the DDP worker process, else the replica itself
+    os.kill(victim, signal.SIGKILL)
+    proc.wait(timeout=170)
+    reader.join(timeout=10)
+    assert proc.returncode == 0, "".join(lines)[-6000:]
+
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    summary = events[-1]
+    logs = "\n".join(
+        f"== {p.name}\n{p.read_text()[-2500:]}" for p in sorted((interrupted / "logs").glob("*.log"))
+    )
+    assert summary["event"] == "summary" and summary["restarts"] == 1, f"{summary}\n{logs}"
+    restart_messages = [
+        e["message"] for e in events if e["event"] == "job" and "restarting" in e.get("message", "")
+    ]
+    # Which replica exits first is a race: the killed worker's replica, or its peer that loses the connection.
+    assert len(restart_messages) == 1 and "exited with a non-zero status" in restart_messages[0]
+
+    replica_pids = {int(e["pid"]) for e in events if e["event"] == "replica" and e.get("pid")}
+    assert len(replica_pids) == 4  # 2 replicas x 2 attempts
+    assert not [pid for pid in replica_pids if kit.process_alive(pid) or kit.group_members(pid)]
+
+    expected = torch.load(tmp_path / "baseline" / OUTPUT / "model" / "model.pt", map_location="cpu")
+    actual = torch.load(interrupted / OUTPUT / "model" / "model.pt", map_location="cpu")
+    try:
+        _assert_same(expected, actual)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{logs}") from None

@@ -1,0 +1,145 @@
+"""The trainer's flags, and where its outputs go (`gs://` directories are Cloud Storage FUSE paths)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from trainer_pkg.errors import TrainerError
+
+GCS_ROOT_VARIABLE = "VERTEXDIST_GCS_ROOT"
+DEFAULT_GCS_ROOT = "/gcs"  # where Vertex mounts every bucket the job can read
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a worker needs to train, identical on every rank (it crosses process boundaries as JSON)."""
+
+    epochs: int = 10
+    batch_size: int = 64
+    lr: float = 1e-3
+    data: str = "synthetic"
+    seed: int = 0
+    samples: int = 10_000
+    label_column: str = "churn"
+    hidden: tuple[int, ...] = (64, 32)
+    checkpoint_every: int = 0
+    keep_checkpoints: int = 3
+    rdzv_timeout: float = 600.0
+    device: str = "auto"
+    model_dir: str = "outputs/model"
+    checkpoint_dir: str = "outputs/checkpoints"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: str) -> TrainConfig:
+        fields: dict[str, Any] = json.loads(raw)
+        fields["hidden"] = tuple(fields["hidden"])
+        return cls(**fields)
+
+
+def local_path(uri: str, env: Mapping[str, str] | None = None) -> Path:
+    """`gs://B/p` -> `<VERTEXDIST_GCS_ROOT or /gcs>/B/p`; a plain path as is."""
+    env = os.environ if env is None else env
+    if uri.startswith("gs://"):
+        rest = uri[len("gs://") :].strip("/")
+        if not rest:
+            raise TrainerError(f"{uri!r} names no bucket")
+        return Path(env.get(GCS_ROOT_VARIABLE) or DEFAULT_GCS_ROOT) / rest
+    return Path(uri)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value
+
+
+def _layer_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated sizes like 64,32, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"layer sizes must be at least 1, got {text!r}")
+    return sizes
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer_pkg.task",
+        description="DDP training of a churn classifier; reads its place in the job from the environment.",
+    )
+    d = TrainConfig()
+    parser.add_argument("--epochs", type=_positive_int, default=d.epochs)
+    parser.add_argument("--batch-size", type=_positive_int, default=d.batch_size, help="per worker process")
+    parser.add_argument("--lr", type=_positive_float, default=d.lr)
+    parser.add_argument("--data", default=d.data, help="'synthetic' or a CSV path (gs:// allowed)")
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--samples", type=_positive_int, default=d.samples, help="rows of synthetic data")
+    parser.add_argument("--label-column", default=d.label_column, help="the CSV's 0/1 target column")
+    parser.add_argument(
+        "--hidden", type=_layer_sizes, default=d.hidden, help="hidden layer sizes, e.g. 64,32"
+    )
+    parser.add_argument("--nproc-per-node", type=_positive_int, default=None)
+    parser.add_argument(
+        "--checkpoint-every",
+        type=_non_negative_int,
+        default=d.checkpoint_every,
+        help="steps; 0: epoch ends only",
+    )
+    parser.add_argument("--keep-checkpoints", type=_positive_int, default=d.keep_checkpoints)
+    parser.add_argument("--rdzv-timeout", type=_positive_float, default=d.rdzv_timeout, help="seconds")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device)
+    parser.add_argument("--model-dir", default=None, help="default: $AIP_MODEL_DIR, else outputs/model")
+    parser.add_argument(
+        "--checkpoint-dir", default=None, help="default: $AIP_CHECKPOINT_DIR, else outputs/checkpoints"
+    )
+    return parser
+
+
+def parse_config(
+    argv: list[str] | None, env: Mapping[str, str] | None = None
+) -> tuple[TrainConfig, int | None]:
+    """The training config and the --nproc-per-node flag (None when not given)."""
+    env = os.environ if env is None else env
+    args = build_parser().parse_args(argv)
+    config = TrainConfig(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        data=args.data,
+        seed=args.seed,
+        samples=args.samples,
+        label_column=args.label_column,
+        hidden=args.hidden,
+        checkpoint_every=args.checkpoint_every,
+        keep_checkpoints=args.keep_checkpoints,
+        rdzv_timeout=args.rdzv_timeout,
+        device=args.device,
+        model_dir=args.model_dir or env.get("AIP_MODEL_DIR") or TrainConfig.model_dir,
+        checkpoint_dir=args.checkpoint_dir or env.get("AIP_CHECKPOINT_DIR") or TrainConfig.checkpoint_dir,
+    )
+    return config, args.nproc_per_node

@@ -1,0 +1,1 @@
+"""Backends: one per target behind one small interface (`base.Backend`)."""

@@ -1,0 +1,78 @@
+"""Which API errors are worth retrying, and the message and hint for those that are not. No SDK import.
+
+Transient: 503 UNAVAILABLE, 500/502/504, and 429 when it is rate limiting. Permanent: 400, 401, 403, 404,
+409 and 429 RESOURCE_EXHAUSTED for a quota (Vertex says "quota" in that message, reference/vertex.md §6);
+retrying those only repeats the refusal.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vertexdist.errors import VertexdistError
+
+TRANSIENT_CODES = frozenset({500, 502, 503, 504})
+_REST_PREFIX = re.compile(r"^(GET|POST|PUT|PATCH|DELETE) \S+: ")
+
+
+class ApiCallError(VertexdistError):
+    """Vertex (or the emulator) refused a call; carries the HTTP status."""
+
+    def __init__(self, message: str, hint: str | None, status: int | None) -> None:
+        super().__init__(message, hint)
+        self.status = status
+
+
+def status_of(exc: BaseException) -> int | None:
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, int) else None
+
+
+def message_of(exc: BaseException) -> str:
+    """The server's own words (the REST transport prefixes them with `VERB URL: `; dropped)."""
+    message = getattr(exc, "message", None)
+    return _REST_PREFIX.sub("", str(message) if message else str(exc))
+
+
+def is_quota(message: str) -> bool:
+    return "quota" in message.lower()
+
+
+def is_transient(exc: BaseException) -> bool:
+    status = status_of(exc)
+    if status in TRANSIENT_CODES:
+        return True
+    if status == 429:
+        return not is_quota(message_of(exc))
+    # Connection resets and timeouts before an answer (requests/urllib3/grpc raise these, not API errors).
+    return status is None and isinstance(exc, OSError)
+
+
+def hint_for(status: int | None, message: str, project: str, location: str) -> str:
+    if status == 400:
+        return "Vertex refused the request as invalid; check the template with `vertexdist validate`"
+    if status == 401:
+        return "sign in: gcloud auth application-default login"
+    if status == 403:
+        return (
+            f"check that the Vertex AI API is enabled in project {project} and that you have"
+            " roles/aiplatform.user (gcloud services enable aiplatform.googleapis.com)"
+        )
+    if status == 404:
+        return f"check the job name, and that it lives in project {project}, location {location}"
+    if status == 429 and is_quota(message):
+        return (
+            f"the project is out of quota in {location}: request more (console: IAM & Admin > Quotas),"
+            " or pick another region or machine type"
+        )
+    if status is not None and (status in TRANSIENT_CODES or status == 429):
+        return "the service kept failing; wait a minute and try again"
+    return "run again with --debug for details"
+
+
+def api_error(exc: BaseException, what: str, project: str, location: str) -> ApiCallError:
+    """A user-facing error for a failed call: the server's own message first, then what to do."""
+    status = status_of(exc)
+    message = message_of(exc)
+    prefix = f"{what} failed" + (f" ({status})" if status else "")
+    return ApiCallError(f"{prefix}: {message}", hint_for(status, message, project, location), status)

@@ -1,0 +1,68 @@
+"""`vertexdist emulator start`: a local Vertex API and Cloud Storage on loopback, until stopped."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import typer
+
+DEFAULT_DATA_DIR = Path(".vertexdist/emulator")
+
+emulator_app = typer.Typer(
+    help="A local Vertex AI API (custom training) and Cloud Storage.", no_args_is_help=True
+)
+
+
+@emulator_app.command("start")
+def start(
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="Vertex API port (0: any free one)."),
+    gcs_port: int = typer.Option(
+        0, "--gcs-port", min=0, max=65535, help="Cloud Storage port (0: any free one)."
+    ),
+    data_dir: Path = typer.Option(DEFAULT_DATA_DIR, "--data-dir", help="Jobs, logs and buckets live here."),
+    procs_per_replica: int = typer.Option(
+        1, "--procs-per-replica", min=1, help="Worker processes per replica."
+    ),
+    hold_get: float = typer.Option(
+        0.0,
+        "--hold-get",
+        min=0.0,
+        help="Answer a Get of an unfinished job only when it ends or after this many s.",
+    ),
+    verbose: bool = typer.Option(False, "--verbose", help="Log every request on stderr."),
+) -> None:
+    """Serve until stopped; prints VERTEX_API_ENDPOINT=... and STORAGE_EMULATOR_HOST=..., one per line."""
+    from vertexdist.emulator import Emulator
+
+    emu = Emulator(
+        port=port,
+        gcs_port=gcs_port,
+        data_dir=data_dir,
+        procs_per_replica=procs_per_replica,
+        hold_get_s=hold_get,
+        verbose=verbose,
+    )
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    emu.start()
+    try:
+        typer.echo(f"VERTEX_API_ENDPOINT={emu.vertex_endpoint}")
+        typer.echo(f"STORAGE_EMULATOR_HOST={emu.storage_endpoint}")
+        typer.echo(f"serving jobs from {emu.data_dir}; Ctrl-C stops", err=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        emu.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(emulator_app, name="emulator")

@@ -1,0 +1,200 @@
+"""The REST front end: the wire format google-cloud-aiplatform's REST transport speaks, on loopback only.
+
+Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{parent}/customJobs`,
+`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines,
+`/v1beta1/` alike. Errors are `{"error": {code, message, status}}`, which the client maps to
+google.api_core exceptions. `$alt=json;enum-encoding=int` asks for enums as numbers.
+Emulator-only extensions live under `/vertexdist/` (replica logs, fault plan).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from vertexdist.emulator.faults import Fault, FaultPlan
+from vertexdist.emulator.service import ApiError, EmulatorService
+from vertexdist.emulator.wire import encode_enums
+
+LOOPBACK = "127.0.0.1"
+_RESOURCE = re.compile(
+    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines)(?:/([^/:]+))?(:cancel)?$"
+)
+_LOGS = re.compile(
+    r"^/vertexdist/v1/(projects/[^/]+/locations/[^/]+/(?:customJobs|trainingPipelines)/[^/]+)/logs$"
+)
+
+
+def _public(resource: dict[str, Any], as_int: bool) -> dict[str, Any]:
+    visible = {k: v for k, v in resource.items() if not k.startswith("_")}
+    return encode_enums(visible, as_int=as_int)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: VertexHTTPServer
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as two writes; with Nagle on, a keep-alive client waits ~40 ms for each.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, error: ApiError) -> None:
+        self._send(
+            error.code, {"error": {"code": error.code, "message": error.message, "status": error.status}}
+        )
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            raise ApiError.invalid(f"request body is not valid JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise ApiError.invalid("request body must be a JSON object")
+        return body
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _dispatch(self, verb: str) -> None:
+        split = urlsplit(self.path)
+        path = unquote(split.path)
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        as_int = "enum-encoding=int" in query.get("$alt", "")
+        try:
+            if path.startswith("/vertexdist/"):
+                self._extension(verb, path, query)
+                return
+            match = _RESOURCE.match(path)
+            if not match:
+                raise ApiError(404, "NOT_FOUND", f"{verb} {path} is not a method the emulator serves")
+            _version, parent, collection, ident, cancel = match.groups()
+            method = self._method(verb, ident, cancel)
+            fault = self.server.faults.take(method, collection)
+            if fault is not None and not fault.after:
+                raise ApiError(fault.status, fault.status_name, fault.message)
+            answer = self._call(method, parent, collection, ident, query, as_int)
+            if fault is not None:
+                raise ApiError(fault.status, fault.status_name, fault.message)
+            self._send(HTTPStatus.OK, answer)
+        except ApiError as error:
+            self._error(error)
+
+    @staticmethod
+    def _method(verb: str, ident: str | None, cancel: str | None) -> str:
+        if verb == "POST" and ident is None:
+            return "create"
+        if verb == "GET" and ident is None:
+            return "list"
+        if verb == "GET" and not cancel:
+            return "get"
+        if verb == "POST" and cancel:
+            return "cancel"
+        raise ApiError(405 if verb != "DELETE" else 501, "UNIMPLEMENTED", f"{verb} is not supported here")
+
+    def _call(
+        self,
+        method: str,
+        parent: str,
+        collection: str,
+        ident: str | None,
+        query: dict[str, str],
+        as_int: bool,
+    ) -> dict[str, Any]:
+        service = self.server.service
+        name = f"{parent}/{collection}/{ident}"
+        if method == "create":
+            body = self._body()
+            if collection == "customJobs":
+                return _public(service.create_custom_job(parent, body), as_int)
+            return _public(service.create_training_pipeline(parent, body), as_int)
+        if method == "get":
+            return _public(service.get(name), as_int)
+        if method == "cancel":
+            self._body()
+            service.cancel(name)
+            return {}
+        page_size = int(query.get("pageSize") or 0)
+        items, token = service.list(
+            parent, collection, query.get("filter", ""), page_size, query.get("pageToken", "")
+        )
+        out: dict[str, Any] = {collection: [_public(r, as_int) for r in items]}
+        if token:
+            out["nextPageToken"] = token
+        return out
+
+    def _extension(self, verb: str, path: str, query: dict[str, str]) -> None:
+        match = _LOGS.match(path)
+        if verb == "GET" and match:
+            offsets = {k.removeprefix("offset."): int(v) for k, v in query.items() if k.startswith("offset.")}
+            self._send(HTTPStatus.OK, self.server.service.logs(match.group(1), offsets))
+            return
+        if path == "/vertexdist/v1/faults" and verb == "POST":
+            body = self._body()
+            self.server.faults.add(Fault(**body))
+            self._send(HTTPStatus.OK, {})
+            return
+        if path == "/vertexdist/v1/faults" and verb == "DELETE":
+            self.server.faults.clear()
+            self._send(HTTPStatus.OK, {})
+            return
+        raise ApiError(404, "NOT_FOUND", f"{verb} {path} is not a vertexdist emulator extension")
+
+
+class VertexHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, service: EmulatorService, port: int = 0, *, verbose: bool = False) -> None:
+        # Loopback only: the emulator runs arbitrary commands it is sent, so it must never face a network.
+        super().__init__((LOOPBACK, port), _Handler)
+        self.service = service
+        self.faults = FaultPlan()
+        self.verbose = verbose
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.serve_forever, name="vertex-emulator-http", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.server_close()

@@ -1,0 +1,74 @@
+"""The emulator's runner: each CustomJob runs through the local backend (`vertexdist.local`).
+
+Python-package pools are fetched from the emulated bucket and pip-installed into a digest-keyed cache
+(`vertexdist.packaging.install_package`), then run as `python -m <module>`; container pools run their
+command on the host (no Docker here). Replicas get exactly local-run's environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
+from vertexdist.local import JobContext, JobState, LocalJob, start_job
+
+_STATES: dict[JobState, RunState] = {
+    JobState.PENDING: "PENDING",
+    JobState.RUNNING: "RUNNING",
+    JobState.CANCELLING: "RUNNING",
+    JobState.SUCCEEDED: "SUCCEEDED",
+    JobState.FAILED: "FAILED",
+    JobState.CANCELLED: "CANCELLED",
+}
+
+
+class _LocalRunning:
+    def __init__(self, job: LocalJob) -> None:
+        self._job = job
+
+    def poll(self) -> RunStatus:
+        state = self._job.state
+        error = self._job.error
+        return RunStatus(_STATES[state], error.message if error and state.done else "")
+
+    def cancel(self) -> None:
+        self._job.cancel()
+
+    def wait(self, timeout: float) -> bool:
+        return self._job.wait(timeout) is not None
+
+    def log_files(self) -> dict[str, Path]:
+        return self._job.log_paths()
+
+    def pids(self) -> list[int]:
+        return sorted(r.pid for r in self._job.replicas() if r.pid is not None)
+
+
+class LocalBackendRunner:
+    """Starts jobs with the local backend; `procs_per_replica` as in `local-run --procs-per-replica`."""
+
+    def __init__(
+        self, *, package_cache: Path, procs_per_replica: int | None = 1, grace_s: float = 5.0
+    ) -> None:
+        self._package_cache = Path(package_cache)
+        self._procs_per_replica = procs_per_replica
+        self._grace_s = grace_s
+
+    def start(self, request: LaunchRequest) -> _LocalRunning:
+        ctx = JobContext(
+            job_id=request.job_id,
+            project=request.project,
+            region=request.region,
+            gcs_root=str(request.gcs_root),
+            procs_per_replica=self._procs_per_replica,
+        )
+        # Packages install in the job's own thread while it is PENDING, like a VM pulling its image.
+        local = start_job(
+            request.spec,
+            ctx,
+            run_dir=request.run_dir,
+            fetch_package=request.fetch_package,
+            cache_dir=self._package_cache,
+            grace_s=self._grace_s,
+        )
+        return _LocalRunning(local)

@@ -1,0 +1,137 @@
+"""The whole emulator: local Vertex REST API + local Cloud Storage + job store + local execution.
+
+`Emulator` is a context manager (tests, `submit --emulator`); `vertexdist emulator start` runs one until
+stopped. Both servers bind 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from vertexdist.emulator.execution import JobRunner
+from vertexdist.emulator.faults import FaultPlan
+from vertexdist.emulator.gcs import StorageEmulator
+from vertexdist.emulator.http_api import VertexHTTPServer
+from vertexdist.emulator.service import EmulatorService
+from vertexdist.emulator.store import JobStore
+from vertexdist.errors import VertexdistError
+
+
+class DataDirInUse(VertexdistError):
+    """Another emulator serves the same data folder."""
+
+
+def _lock_data_dir(data_dir: Path) -> IO[str]:
+    """An exclusive lock on the data folder for this emulator's life.
+
+    Two emulators on one folder would each mark the other's running jobs FAILED on start.
+    """
+    handle = open(data_dir / ".lock", "a+")  # noqa: SIM115 - held open until stop()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        owner = handle.read().strip() or "another process"
+        handle.close()
+        raise DataDirInUse(
+            f"{data_dir} is in use by another emulator ({owner})",
+            hint="stop that one, or pick another folder (--data-dir / --emulator-data-dir)",
+        ) from None
+    handle.truncate(0)
+    handle.write(f"pid {os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+class Emulator:
+    """Start with `start()` (or `with`); `vertex_endpoint` / `storage_endpoint` say where clients connect.
+
+    `data_dir` keeps jobs, logs and buckets across restarts; without it everything lives in a temporary
+    folder removed on `stop()`. `hold_get_s` > 0 makes a Get of an unfinished job wait up to that long for
+    it to finish (see EmulatorService.get). `runner` defaults to the local backend.
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        gcs_port: int = 0,
+        data_dir: Path | None = None,
+        runner: JobRunner | None = None,
+        hold_get_s: float = 0.0,
+        procs_per_replica: int | None = 1,
+        verbose: bool = False,
+    ) -> None:
+        self._temp = None if data_dir else Path(tempfile.mkdtemp(prefix="vertexdist-emulator-"))
+        self.data_dir = Path(data_dir).resolve() if data_dir else self._temp
+        assert self.data_dir is not None
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_data_dir(self.data_dir)
+        self.storage = StorageEmulator(
+            port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
+        )
+        if runner is None:
+            from vertexdist.emulator.local_runner import LocalBackendRunner
+
+            runner = LocalBackendRunner(
+                package_cache=self.data_dir / "package-cache", procs_per_replica=procs_per_replica
+            )
+        self.store = JobStore(self.data_dir if data_dir else None)
+        self.service = EmulatorService(
+            self.store, runner, work_dir=self.data_dir, fetch_package=self._fetch, hold_get_s=hold_get_s
+        )
+        self.http = VertexHTTPServer(self.service, port, verbose=verbose)
+        self._running = False
+
+    def _fetch(self, uri: str, folder: Path) -> Path:
+        key = hashlib.sha256(uri.encode()).hexdigest()[:16]
+        return self.storage.download(uri, folder / key / uri.rsplit("/", 1)[-1])
+
+    @property
+    def faults(self) -> FaultPlan:
+        return self.http.faults
+
+    @property
+    def vertex_endpoint(self) -> str:
+        return self.http.endpoint
+
+    @property
+    def storage_endpoint(self) -> str:
+        return self.storage.endpoint
+
+    def start(self) -> Emulator:
+        self.storage.start()
+        try:
+            self.http.start()
+        except BaseException:
+            self.storage.stop()
+            raise
+        self._running = True
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, stop every running job's replicas, stop the storage thread (never leave it)."""
+        try:
+            self.http.stop()
+            self.service.close()
+        finally:
+            self.storage.stop()
+            self._running = False
+            self._lock.close()
+            if self._temp is not None:
+                shutil.rmtree(self._temp, ignore_errors=True)
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,420 @@
+"""The emulated Vertex services: JobService and PipelineService custom-training methods over the store.
+
+Semantics follow https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs and
+.../projects.locations.trainingPipelines: a CustomJob goes QUEUED -> PENDING (replicas being prepared) ->
+RUNNING -> SUCCEEDED | FAILED | CANCELLED (via CANCELLING); a custom-task TrainingPipeline creates one backing
+CustomJob (`trainingTaskMetadata.backingCustomJob`) and mirrors its state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import re
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vertexdist.emulator import validation
+from vertexdist.emulator.enums import job_to_pipeline_state
+from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
+from vertexdist.emulator.filters import parse_filter
+from vertexdist.emulator.store import TERMINAL_STATES, JobStore, Resource, is_terminal, new_id
+from vertexdist.emulator.wire import (
+    CUSTOM_TASK_DEFINITION,
+    custom_job_spec_from_task_inputs,
+    normalize_job_spec,
+    now_rfc3339,
+)
+
+# Internal fields of stored resources start with "_" and never leave the emulator.
+PIPELINE_KEY = "_pipeline"
+PIDS_KEY = "_pids"
+_PARENT = re.compile(r"^projects/([^/]+)/locations/([^/]+)$")
+_SUPERVISE_INTERVAL_S = 0.05
+# google.rpc.Code values used in `error` of failed jobs.
+_CODE_CANCELLED = 1
+_CODE_INTERNAL = 13
+
+
+@dataclass
+class ApiError(Exception):
+    """An error the REST front end returns as `{"error": {code, message, status}}`."""
+
+    code: int
+    status: str
+    message: str
+
+    @classmethod
+    def invalid(cls, message: str) -> ApiError:
+        return cls(400, "INVALID_ARGUMENT", message)
+
+    @classmethod
+    def not_found(cls, name: str) -> ApiError:
+        return cls(404, "NOT_FOUND", f'The resource "{name}" was not found.')
+
+
+def parse_parent(parent: str) -> tuple[str, str]:
+    match = _PARENT.match(parent)
+    if not match:
+        raise ApiError.invalid(f"parent {parent!r} must look like projects/PROJECT/locations/LOCATION")
+    return match.group(1), match.group(2)
+
+
+class EmulatorService:
+    """Create/Get/List/Cancel for CustomJobs and TrainingPipelines, and the job execution behind them."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        runner: JobRunner,
+        *,
+        work_dir: Path,
+        fetch_package: Any,
+        hold_get_s: float = 0.0,
+    ) -> None:
+        self.store = store
+        self._runner = runner
+        self._work_dir = Path(work_dir)
+        self._fetch_package = fetch_package
+        self.hold_get_s = hold_get_s
+        self._running: dict[str, RunningJob] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reap_orphans()
+        self._supervisor = threading.Thread(target=self._supervise, name="emulator-supervisor", daemon=True)
+        self._supervisor.start()
+
+    # --- JobService -------------------------------------------------------------------------------
+    def create_custom_job(
+        self, parent: str, body: dict[str, Any], *, pipeline: str | None = None
+    ) -> Resource:
+        project, location = parse_parent(parent)
+        self._check_location(location)
+        if not body.get("displayName"):
+            raise ApiError.invalid("customJob.displayName is required")
+        try:
+            spec = normalize_job_spec(body.get("jobSpec") or {})
+        except ValueError as exc:
+            raise ApiError.invalid(f"customJob.jobSpec.{exc}") from None
+        self._check_spec(spec, "customJob.jobSpec")
+        stamp = now_rfc3339()
+        job: Resource = {
+            "name": f"{parent}/customJobs/{new_id()}",
+            "displayName": body["displayName"],
+            "jobSpec": spec,
+            "state": "JOB_STATE_QUEUED",
+            "createTime": stamp,
+            "updateTime": stamp,
+            "labels": dict(body.get("labels") or {}),
+        }
+        if pipeline:
+            job[PIPELINE_KEY] = pipeline
+        created = self.store.insert(job)
+        self._launch_later(created["name"], project, location, pipeline)
+        return created
+
+    # --- PipelineService --------------------------------------------------------------------------
+    def create_training_pipeline(self, parent: str, body: dict[str, Any]) -> Resource:
+        _project, location = parse_parent(parent)
+        self._check_location(location)
+        if not body.get("displayName"):
+            raise ApiError.invalid("trainingPipeline.displayName is required")
+        definition = body.get("trainingTaskDefinition")
+        if definition != CUSTOM_TASK_DEFINITION:
+            raise ApiError.invalid(
+                f"trainingPipeline.trainingTaskDefinition {definition!r} is not supported by the emulator;"
+                f" it runs custom training ({CUSTOM_TASK_DEFINITION})"
+            )
+        try:
+            spec = custom_job_spec_from_task_inputs(body.get("trainingTaskInputs"))
+        except ValueError as exc:
+            raise ApiError.invalid(f"trainingPipeline.trainingTaskInputs.{exc}") from None
+        self._check_spec(spec, "trainingPipeline.trainingTaskInputs")
+        stamp = now_rfc3339()
+        pipeline: Resource = {
+            "name": f"{parent}/trainingPipelines/{new_id()}",
+            "displayName": body["displayName"],
+            "trainingTaskDefinition": definition,
+            "trainingTaskInputs": body.get("trainingTaskInputs"),
+            "state": "PIPELINE_STATE_PENDING",
+            "createTime": stamp,
+            "updateTime": stamp,
+            "labels": dict(body.get("labels") or {}),
+        }
+        for passthrough in ("inputDataConfig", "modelToUpload", "modelId", "parentModel"):
+            if passthrough in body:
+                pipeline[passthrough] = body[passthrough]
+        self.store.insert(pipeline)
+        job_body = {"displayName": body["displayName"], "jobSpec": spec, "labels": pipeline["labels"]}
+        job = self.create_custom_job(parent, job_body, pipeline=pipeline["name"])
+        return self.store.update(
+            pipeline["name"],
+            lambda p: p.update(trainingTaskMetadata={"backingCustomJob": job["name"]}),
+        )
+
+    # --- shared -----------------------------------------------------------------------------------
+    def get(self, name: str) -> Resource:
+        found = self.store.get(name)
+        if found is None:
+            raise ApiError.not_found(name)
+        if self.hold_get_s > 0 and not is_terminal(found):
+            # Long-poll: the SDK sleeps 5 s after each non-final Get, so answering once the job ends
+            # (or the hold runs out) makes SDK runs fast without changing what they observe.
+            found = self.store.wait_until(name, is_terminal, self.hold_get_s) or found
+        return found
+
+    def list(
+        self, parent: str, collection: str, filter_text: str = "", page_size: int = 0, page_token: str = ""
+    ) -> tuple[list[Resource], str]:
+        parse_parent(parent)
+        try:
+            keep = parse_filter(filter_text)
+        except ValueError as exc:
+            raise ApiError.invalid(str(exc)) from None
+        items = [r for r in self.store.list(parent, collection) if keep(r)]
+        try:
+            start = int(page_token) if page_token else 0
+        except ValueError:
+            raise ApiError.invalid(f"page_token {page_token!r} is not valid") from None
+        size = page_size if page_size > 0 else 100
+        page = items[start : start + size]
+        more = start + size < len(items)
+        return page, (str(start + size) if more else "")
+
+    def cancel(self, name: str) -> None:
+        found = self.store.get(name)
+        if found is None:
+            raise ApiError.not_found(name)
+        if is_terminal(found):
+            raise ApiError(
+                400,
+                "FAILED_PRECONDITION",
+                f"Cannot cancel {name}: it is already in state {found['state']}.",
+            )
+        job_name = found.get("trainingTaskMetadata", {}).get("backingCustomJob", name)
+        if "/trainingPipelines/" in name:
+            self.store.update(name, lambda p: p.update(state="PIPELINE_STATE_CANCELLING"))
+        self._request_cancel(job_name)
+
+    def logs(self, name: str, offsets: dict[str, int]) -> dict[str, Any]:
+        """New replica log text since `offsets` (replica -> byte offset), for `vertexdist logs --follow`."""
+        found = self.store.get(name)
+        if found is None:
+            raise ApiError.not_found(name)
+        job_name = found.get("trainingTaskMetadata", {}).get("backingCustomJob", name)
+        job = self.store.get(job_name) or found
+        with self._lock:
+            handle = self._running.get(job_name)
+        files = handle.log_files() if handle else self._saved_log_files(job_name)
+        chunks = []
+        for replica, path in sorted(files.items()):
+            start = offsets.get(replica, 0)
+            try:
+                with open(path, "rb") as handle_file:
+                    handle_file.seek(start)
+                    data = handle_file.read(1 << 20)
+            except OSError:
+                data = b""
+            chunks.append(
+                {"replica": replica, "text": data.decode("utf-8", "replace"), "nextOffset": start + len(data)}
+            )
+        return {"job": job_name, "state": job.get("state"), "logs": chunks}
+
+    def close(self, grace_s: float = 15.0) -> None:
+        """Stop supervising, then stop every running job's replicas and wait for them to be gone.
+
+        Supervision stops first, so jobs that were running stay RUNNING in the store; the next start from
+        the same data folder marks them FAILED with the reason (the emulator went away under them).
+        """
+        self._stop.set()
+        self._supervisor.join(timeout=5)
+        with self._lock:
+            handles = list(self._running.values())
+        for handle in handles:
+            handle.cancel()
+        deadline = time.monotonic() + grace_s
+        for handle in handles:
+            handle.wait(max(0.0, deadline - time.monotonic()))
+
+    # --- internals --------------------------------------------------------------------------------
+    def _check_location(self, location: str) -> None:
+        problems = validation.location_problems(location)
+        if problems:
+            raise ApiError.invalid(problems[0])
+
+    @staticmethod
+    def _check_spec(spec: dict[str, Any], where: str) -> None:
+        problems = validation.job_spec_problems(spec)
+        if problems:
+            raise ApiError.invalid(f"{where}: " + "; ".join(problems))
+
+    def _job_dir(self, job_name: str) -> Path:
+        return self._work_dir / "jobs" / job_name.rsplit("/", 1)[1]
+
+    def _saved_log_files(self, job_name: str) -> dict[str, Path]:
+        folder = self._job_dir(job_name) / "logs"
+        return {p.stem: p for p in folder.glob("*.log")} if folder.is_dir() else {}
+
+    def _launch_later(self, job_name: str, project: str, location: str, pipeline: str | None) -> None:
+        thread = threading.Thread(
+            target=self._launch,
+            args=(job_name, project, location, pipeline),
+            name="emulator-launch",
+            daemon=True,
+        )
+        thread.start()
+
+    def _set_state(
+        self, job_name: str, state: str, *, unless_cancelling: bool = False, **fields: Any
+    ) -> Resource:
+        def change(job: Resource) -> None:
+            if unless_cancelling and job["state"] == "JOB_STATE_CANCELLING":
+                return
+            job["state"] = state
+            if state == "JOB_STATE_RUNNING":
+                job.setdefault("startTime", now_rfc3339())
+            if state in TERMINAL_STATES:
+                job["endTime"] = now_rfc3339()
+            if state == "JOB_STATE_SUCCEEDED":
+                # Replicas may finish between two supervisor polls; a job that succeeded did run.
+                job.setdefault("startTime", job["endTime"])
+            job.update(fields)
+
+        job = self.store.update(job_name, change)
+        pipeline = self._pipeline_of(job)
+        if pipeline:
+            mirrored = copy.deepcopy(fields)
+
+            def mirror(p: Resource) -> None:
+                p["state"] = job_to_pipeline_state(job["state"])
+                for key in ("startTime", "endTime"):
+                    if key in job:
+                        p[key] = job[key]
+                p.update(mirrored)
+
+            self.store.update(pipeline, mirror)
+        return job
+
+    @staticmethod
+    def _pipeline_of(job: Resource) -> str | None:
+        pipeline = job.get(PIPELINE_KEY)
+        return str(pipeline) if pipeline else None
+
+    def _launch(self, job_name: str, project: str, location: str, pipeline: str | None) -> None:
+        job = self.store.get(job_name)
+        if job is None or is_terminal(job) or job["state"] == "JOB_STATE_CANCELLING":
+            self._finish_cancelled_before_start(job_name)
+            return
+        self._set_state(job_name, "JOB_STATE_PENDING", unless_cancelling=True)
+        job_dir = self._job_dir(job_name)
+        request = LaunchRequest(
+            job_id=job_name.rsplit("/", 1)[1],
+            spec=job["jobSpec"],
+            project=project,
+            region=location,
+            run_dir=job_dir,
+            gcs_root=self._work_dir / "gcs",
+            fetch_package=lambda uri: self._fetch_package(uri, job_dir / "packages"),
+        )
+        try:
+            handle = self._runner.start(request)
+        except Exception as exc:  # any launch failure is the job's failure, reported in `error`
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            self._set_state(
+                job_name,
+                "JOB_STATE_FAILED",
+                error={"code": _CODE_INTERNAL, "message": f"launch failed: {message}"},
+            )
+            return
+        with self._lock:
+            self._running[job_name] = handle
+        current = self.store.get(job_name)
+        if current is not None and current["state"] == "JOB_STATE_CANCELLING":
+            handle.cancel()
+
+    def _remember_pids(self, job_name: str, handle: RunningJob) -> None:
+        """Keep the replicas' pids with the job: a restarted emulator stops what a crash left running."""
+        pids = handle.pids()
+        job = self.store.get(job_name)
+        if job is not None and job.get(PIDS_KEY) != pids:
+            self.store.update(job_name, lambda j: j.update({PIDS_KEY: pids}), touch=False)
+
+    def _reap_orphans(self) -> None:
+        """Stop replicas of jobs that were running when the previous emulator died (SIGKILL, crash)."""
+        for name in self.store.names():
+            job = self.store.get(name)
+            if job is None or not job.get(PIDS_KEY) or not is_terminal(job):
+                continue
+            job_id = name.rsplit("/", 1)[1]
+            for pid in job[PIDS_KEY]:
+                if _runs_job(pid, job_id):
+                    with contextlib.suppress(OSError):
+                        os.killpg(pid, signal.SIGKILL)
+            self.store.update(name, lambda j: j.pop(PIDS_KEY, None), touch=False)
+
+    def _finish_cancelled_before_start(self, job_name: str) -> None:
+        job = self.store.get(job_name)
+        if job is not None and job["state"] == "JOB_STATE_CANCELLING":
+            self._set_state(
+                job_name, "JOB_STATE_CANCELLED", error={"code": _CODE_CANCELLED, "message": "CANCELED"}
+            )
+
+    def _request_cancel(self, job_name: str) -> None:
+        job = self.store.get(job_name)
+        if job is None or is_terminal(job):
+            return
+        with self._lock:
+            handle = self._running.get(job_name)
+        if handle is None and job["state"] == "JOB_STATE_QUEUED":
+            # Not launched yet: the launch thread sees CANCELLING and never starts replicas.
+            self._set_state(job_name, "JOB_STATE_CANCELLING")
+            return
+        self._set_state(job_name, "JOB_STATE_CANCELLING")
+        if handle is not None:
+            handle.cancel()
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(_SUPERVISE_INTERVAL_S):
+            with self._lock:
+                running = list(self._running.items())
+            for job_name, handle in running:
+                try:
+                    status = handle.poll()
+                except Exception as exc:  # a broken runner must not kill the supervisor
+                    status_state, message = "FAILED", f"supervising replicas failed: {exc}"
+                else:
+                    status_state, message = status.state, status.message
+                if status_state in ("PENDING", "RUNNING"):
+                    self._remember_pids(job_name, handle)
+                    job = self.store.get(job_name)
+                    if status_state == "RUNNING" and job is not None and job["state"] == "JOB_STATE_PENDING":
+                        self._set_state(job_name, "JOB_STATE_RUNNING", unless_cancelling=True)
+                    continue
+                with self._lock:
+                    self._running.pop(job_name, None)
+                if status_state == "SUCCEEDED":
+                    self._set_state(job_name, "JOB_STATE_SUCCEEDED")
+                elif status_state == "CANCELLED":
+                    self._set_state(
+                        job_name,
+                        "JOB_STATE_CANCELLED",
+                        error={"code": _CODE_CANCELLED, "message": "CANCELED"},
+                    )
+                else:
+                    self._set_state(
+                        job_name, "JOB_STATE_FAILED", error={"code": _CODE_INTERNAL, "message": message}
+                    )
+
+
+def _runs_job(pid: int, job_id: str) -> bool:
+    """Whether process `pid` is still a replica of job `job_id` (pids get reused; its environment tells)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"CLOUD_ML_JOB_ID={job_id}".encode() in environ.split(b"\0")

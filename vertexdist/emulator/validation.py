@@ -1,0 +1,102 @@
+"""What Vertex refuses with 400 INVALID_ARGUMENT, checked against the same catalog the templates use.
+
+Messages follow Vertex's wording where it is known (reference/vertex.md §6), e.g.
+`Accelerator "NVIDIA_TESLA_K80" is not supported for machine type "n1-standard-4"`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from vertexdist.spec import catalog
+from vertexdist.spec.catalog_data import MACHINES
+
+_DURATION = re.compile(r"^\d+(\.\d{1,9})?s$")
+
+
+def _pool_problems(index: int, pool: dict[str, Any]) -> list[str]:
+    where = f"workerPoolSpecs[{index}]"
+    problems: list[str] = []
+    machine = pool.get("machineSpec") or {}
+    machine_type = machine.get("machineType")
+    if not machine_type:
+        return [f"{where}.machineSpec.machineType is required"]
+    if catalog.machine(machine_type) is None:
+        guess = catalog.close_match(machine_type, list(MACHINES))
+        problems.append(
+            f'{where}: machine type "{machine_type}" is not supported for training'
+            + (f' (did you mean "{guess}"?)' if guess else "")
+        )
+    accelerator = machine.get("acceleratorType", "ACCELERATOR_TYPE_UNSPECIFIED")
+    count = int(machine.get("acceleratorCount") or 0)
+    has_type = accelerator != "ACCELERATOR_TYPE_UNSPECIFIED"
+    if has_type and count <= 0:
+        problems.append(f"{where}: acceleratorCount must be positive when acceleratorType is {accelerator}")
+    if count > 0 and not has_type:
+        problems.append(f"{where}: acceleratorType is required when acceleratorCount is {count}")
+    if has_type and count > 0 and catalog.machine(machine_type) is not None:
+        allowed = catalog.allowed_counts(machine_type, accelerator)
+        if not allowed:
+            problems.append(
+                f'{where}: Accelerator "{accelerator}" is not supported for machine type "{machine_type}"'
+                f" (it takes: {catalog.describe_options(machine_type)})"
+            )
+        elif count not in allowed:
+            problems.append(
+                f'{where}: {count} x "{accelerator}" is not supported for machine type "{machine_type}";'
+                f" allowed counts: {', '.join(str(c) for c in allowed)}"
+            )
+    replicas = pool.get("replicaCount", 0)
+    if not isinstance(replicas, int) or replicas < 1:
+        problems.append(f"{where}.replicaCount must be at least 1, got {replicas!r}")
+    elif index == 0 and replicas != 1:
+        problems.append(f"{where}.replicaCount must be 1 for the primary replica pool, got {replicas}")
+    package, container = pool.get("pythonPackageSpec"), pool.get("containerSpec")
+    if bool(package) == bool(container):
+        problems.append(f"{where}: exactly one of containerSpec and pythonPackageSpec is required")
+    if package:
+        for field in ("executorImageUri", "pythonModule"):
+            if not package.get(field):
+                problems.append(f"{where}.pythonPackageSpec.{field} is required")
+        uris = package.get("packageUris") or []
+        if not uris:
+            problems.append(f"{where}.pythonPackageSpec.packageUris must name at least one package")
+        problems += [
+            f"{where}.pythonPackageSpec.packageUris: {uri!r} is not a gs:// URI"
+            for uri in uris
+            if not str(uri).startswith("gs://")
+        ]
+    if container and not container.get("imageUri"):
+        problems.append(f"{where}.containerSpec.imageUri is required")
+    return problems
+
+
+def job_spec_problems(spec: dict[str, Any]) -> list[str]:
+    """Every reason Vertex would refuse this (normalized, camelCase) CustomJobSpec; empty when it is fine."""
+    pools = spec.get("workerPoolSpecs")
+    if not isinstance(pools, list) or not pools:
+        return ["workerPoolSpecs must hold at least one worker pool"]
+    if len(pools) > 4:
+        return [f"workerPoolSpecs holds {len(pools)} pools; Vertex takes at most 4"]
+    problems: list[str] = []
+    if not pools[0]:
+        problems.append("workerPoolSpecs[0] (the primary replica) must not be empty")
+    for index, pool in enumerate(pools):
+        if pool:
+            problems += _pool_problems(index, pool)
+    base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    if base is not None and not str(base).startswith("gs://"):
+        problems.append(f"baseOutputDirectory.outputUriPrefix: {base!r} is not a gs:// URI")
+    scheduling = spec.get("scheduling") or {}
+    for field in ("timeout", "maxWaitDuration"):
+        value = scheduling.get(field)
+        if value is not None and not _DURATION.match(str(value)):
+            problems.append(f'scheduling.{field}: {value!r} is not a duration like "3600s"')
+    return problems
+
+
+def location_problems(location: str) -> list[str]:
+    if catalog.known_region(location):
+        return []
+    return [f'location "{location}" does not offer Vertex AI custom training']

@@ -1,0 +1,205 @@
+"""A typed view of a CustomJobSpec dict: the pools, output location and scheduling the local backend needs.
+
+Follows reference/vertex.md §2.1 (pool slots, `{}` for a skipped pool) and §5.1 (proto-JSON camelCase field
+names). snake_case keys are accepted too, as the Vertex server accepts both inside `trainingTaskInputs`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from vertexdist.errors import VertexdistError
+
+POOL_ROLES = ("chief", "worker", "ps", "evaluator")
+# Vertex's Reduction Server image; locally a stand-in process holds the replica's place (no GPUs, no NCCL).
+REDUCTION_SERVER_IMAGE_MARK = "reductionserver"
+
+PoolKind = Literal["python_package", "container", "reduction_server"]
+
+
+class JobSpecError(VertexdistError):
+    """The CustomJobSpec cannot be run locally as given."""
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """One configured worker pool (`workerPoolSpecs[index]`) with at least one replica."""
+
+    index: int
+    replica_count: int
+    kind: PoolKind
+    machine_type: str = ""
+    accelerator_count: int = 0
+    python_module: str | None = None
+    package_uris: tuple[str, ...] = ()
+    image_uri: str | None = None
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"workerpool{self.index}"
+
+    @property
+    def role(self) -> str:
+        """The pool's TF_CONFIG task type (reference/vertex.md §1.2)."""
+        return POOL_ROLES[self.index]
+
+    @property
+    def is_training(self) -> bool:
+        """Only pools 0 and 1 are training nodes; reducers/ps (2) and evaluators (3) are never ranks."""
+        return self.index in (0, 1)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    pools: tuple[PoolSpec, ...]
+    output_uri_prefix: str | None = None
+    timeout_s: float | None = None
+    restart_job_on_worker_restart: bool = False
+    disable_retries: bool = False
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def replica_total(self) -> int:
+        return sum(pool.replica_count for pool in self.pools)
+
+    @property
+    def node_count(self) -> int:
+        return sum(pool.replica_count for pool in self.pools if pool.is_training)
+
+    def pool(self, index: int) -> PoolSpec | None:
+        return next((pool for pool in self.pools if pool.index == index), None)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: str | float | int) -> float:
+    """Seconds from a proto Duration (`"3600s"`) or a template-style value (`90m`, `24h`, `7d`, `120`)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise JobSpecError(
+                f"invalid duration {value!r}", hint="use seconds (3600 or 3600s) or 90m, 24h, 7d"
+            )
+        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds <= 0:
+        raise JobSpecError(f"invalid duration {value!r}: must be positive")
+    return seconds
+
+
+def _get(obj: Mapping[str, Any], camel: str, default: Any = None) -> Any:
+    if camel in obj:
+        return obj[camel]
+    snake = re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower()
+    return obj.get(snake, default)
+
+
+def _env_pairs(entries: Sequence[Mapping[str, Any]] | None, where: str) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for entry in entries or ():
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise JobSpecError(f"{where}.env: every entry needs a name, got {entry!r}")
+        pairs.append((name, str(entry.get("value", ""))))
+    return tuple(pairs)
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise JobSpecError(f"{where}: expected a list of strings, got {value!r}")
+    return tuple(str(item) for item in value)
+
+
+def _parse_pool(index: int, raw: Mapping[str, Any]) -> PoolSpec | None:
+    where = f"workerPoolSpecs[{index}]"
+    replicas = int(_get(raw, "replicaCount", 0) or 0)
+    if not raw or replicas <= 0:
+        return None
+    machine = _get(raw, "machineSpec", {}) or {}
+    accelerators = int(_get(machine, "acceleratorCount", 0) or 0)
+    if not _get(machine, "acceleratorType"):
+        accelerators = 0  # a count without a type gives no GPU on Vertex (reference/vertex.md §2.2)
+    common: dict[str, Any] = {
+        "index": index,
+        "replica_count": replicas,
+        "machine_type": str(_get(machine, "machineType", "") or ""),
+        "accelerator_count": accelerators,
+    }
+    package = _get(raw, "pythonPackageSpec")
+    container = _get(raw, "containerSpec")
+    if package and container:
+        raise JobSpecError(f"{where}: has both pythonPackageSpec and containerSpec")
+    if package:
+        module = _get(package, "pythonModule")
+        uris = _strings(_get(package, "packageUris"), f"{where}.pythonPackageSpec.packageUris")
+        if not module or not uris:
+            raise JobSpecError(f"{where}.pythonPackageSpec needs pythonModule and packageUris")
+        return PoolSpec(
+            kind="python_package",
+            python_module=str(module),
+            package_uris=uris,
+            image_uri=_get(package, "executorImageUri"),
+            args=_strings(_get(package, "args"), f"{where}.pythonPackageSpec.args"),
+            env=_env_pairs(_get(package, "env"), f"{where}.pythonPackageSpec"),
+            **common,
+        )
+    if container:
+        image = str(_get(container, "imageUri", "") or "")
+        command = _strings(_get(container, "command"), f"{where}.containerSpec.command")
+        if index == 2 and REDUCTION_SERVER_IMAGE_MARK in image:
+            return PoolSpec(kind="reduction_server", image_uri=image, **common)
+        if not command:
+            raise JobSpecError(
+                f"{where}.containerSpec ({image or 'no image'}) has no command",
+                hint="locally a container pool runs its command+args on the host; set containerSpec.command",
+            )
+        return PoolSpec(
+            kind="container",
+            image_uri=image,
+            command=command,
+            args=_strings(_get(container, "args"), f"{where}.containerSpec.args"),
+            env=_env_pairs(_get(container, "env"), f"{where}.containerSpec"),
+            **common,
+        )
+    raise JobSpecError(f"{where}: needs a pythonPackageSpec or a containerSpec")
+
+
+def parse_job_spec(spec: Mapping[str, Any]) -> JobSpec:
+    """The typed job from a CustomJobSpec dict; raises JobSpecError naming the field that is wrong."""
+    raw_pools = _get(spec, "workerPoolSpecs")
+    if isinstance(raw_pools, Mapping):  # gcloud's single-pool shorthand (reference/vertex.md §5.1)
+        raw_pools = [raw_pools]
+    if not isinstance(raw_pools, Sequence) or not raw_pools:
+        raise JobSpecError("the job has no workerPoolSpecs")
+    if len(raw_pools) > len(POOL_ROLES):
+        raise JobSpecError(f"the job has {len(raw_pools)} worker pools; Vertex allows at most 4")
+    pools = tuple(
+        pool for index, raw in enumerate(raw_pools) if (pool := _parse_pool(index, raw or {})) is not None
+    )
+    chief = next((pool for pool in pools if pool.index == 0), None)
+    if chief is None:
+        raise JobSpecError("workerPoolSpecs[0] (the primary replica) is missing or has no replicas")
+    if chief.replica_count != 1:
+        raise JobSpecError(f"workerPoolSpecs[0].replicaCount must be 1, got {chief.replica_count}")
+    output = _get(spec, "baseOutputDirectory") or {}
+    scheduling = _get(spec, "scheduling") or {}
+    timeout = _get(scheduling, "timeout")
+    return JobSpec(
+        pools=pools,
+        output_uri_prefix=_get(output, "outputUriPrefix") or None,
+        timeout_s=parse_duration(timeout) if timeout else None,
+        restart_job_on_worker_restart=bool(_get(scheduling, "restartJobOnWorkerRestart", False)),
+        disable_retries=bool(_get(scheduling, "disableRetries", False)),
+        raw=spec,
+    )

@@ -1,0 +1,152 @@
+"""The launch plan of a local job: per replica its argv, env, working folder and log file (no processes yet).
+
+Like torchx's `PopenRequest` (local_scheduler.py): everything a replica process will get is decided here, by
+pure functions, so `local-run --plan` can print it and tests can check it without starting anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from vertexdist.local.environment import (
+    JobContext,
+    cluster_addresses,
+    replica_env,
+    replica_slots,
+    split_gpus,
+)
+from vertexdist.local.job import JobSpec, JobSpecError, PoolSpec
+
+DEFAULT_MAX_RESTARTS = 3
+
+ReplicaKind = Literal["trainer", "container", "standin"]
+
+# Holds a reduction server's place in the cluster: listens on its address (so the port stays taken, as the
+# real server's would be) and ends cleanly when the job stops it.
+STANDIN_CODE = """\
+import signal, socket, sys
+host, port, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+sock = socket.socket()
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind((host, port))
+sock.listen()
+print(f"{name}: reduction-server stand-in holding {host}:{port} until the job ends", flush=True)
+signal.pause()
+"""
+
+
+@dataclass(frozen=True)
+class ReplicaLaunch:
+    """One replica process: what runs, with which environment, where, and where its output goes."""
+
+    name: str
+    pool: int
+    index: int
+    kind: ReplicaKind
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+    log_path: Path
+    address: str
+
+    @property
+    def is_training(self) -> bool:
+        """The job's outcome is the training replicas' (pools 0 and 1); the others end with the job."""
+        return self.pool in (0, 1)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    job_id: str
+    run_dir: Path
+    replicas: tuple[ReplicaLaunch, ...]
+    timeout_s: float | None
+    max_restarts: int
+
+    def replica(self, name: str) -> ReplicaLaunch:
+        return next(r for r in self.replicas if r.name == name)
+
+    def to_dict(self, mask: Any = None) -> dict[str, Any]:
+        """A JSON-able view; `mask` (env dict -> env dict) hides secret-looking values before printing."""
+        return {
+            "job_id": self.job_id,
+            "run_dir": str(self.run_dir),
+            "timeout_s": self.timeout_s,
+            "max_restarts": self.max_restarts,
+            "replicas": [
+                {
+                    "name": r.name,
+                    "kind": r.kind,
+                    "address": r.address,
+                    "argv": list(r.argv),
+                    "cwd": str(r.cwd),
+                    "log": str(r.log_path),
+                    "env": dict(mask(dict(r.env)) if mask else r.env),
+                }
+                for r in self.replicas
+            ],
+        }
+
+
+def _argv(pool: PoolSpec, python: str, address: str, name: str) -> tuple[ReplicaKind, tuple[str, ...]]:
+    if pool.kind == "reduction_server":
+        host, port = address.rsplit(":", 1)
+        return "standin", (python, "-c", STANDIN_CODE, host, port, name)
+    if pool.kind == "python_package":
+        assert pool.python_module is not None
+        return "trainer", (python, "-m", pool.python_module, *pool.args)
+    return "container", (*pool.command, *pool.args)
+
+
+def build_plan(
+    job: JobSpec,
+    ctx: JobContext,
+    *,
+    ports: Sequence[int],
+    run_dir: Path,
+    python: str,
+    package_dirs: Mapping[str, str],
+    host_gpus: Sequence[str] = (),
+    max_restarts: int = DEFAULT_MAX_RESTARTS,
+) -> LaunchPlan:
+    """The plan for `job`: one launch per replica, ports in replica order (pools 0..3, index within pool).
+
+    `package_dirs` maps each packageUri to the folder it is installed in (it goes on PYTHONPATH).
+    """
+    cluster = cluster_addresses(job, ports)
+    gpus = split_gpus(job, host_gpus, ctx.procs_per_replica)
+    launches: list[ReplicaLaunch] = []
+    for slot in replica_slots(job):
+        address = cluster[slot.pool.name][slot.index]
+        env = replica_env(job, ctx, cluster, slot, cuda_visible_devices=gpus.get(slot.name))
+        if slot.pool.kind == "python_package":
+            missing = [uri for uri in slot.pool.package_uris if uri not in package_dirs]
+            if missing:
+                raise JobSpecError(f"{slot.pool.name}: package {missing[0]} was not fetched")
+            env["PYTHONPATH"] = ":".join(package_dirs[uri] for uri in slot.pool.package_uris)
+        kind, argv = _argv(slot.pool, python, address, slot.name)
+        launches.append(
+            ReplicaLaunch(
+                name=slot.name,
+                pool=slot.pool.index,
+                index=slot.index,
+                kind=kind,
+                argv=argv,
+                env=env,
+                cwd=run_dir / "replicas" / slot.name,
+                log_path=run_dir / "logs" / f"{slot.name}.log",
+                address=address,
+            )
+        )
+    restarts = max_restarts if job.restart_job_on_worker_restart and not job.disable_retries else 0
+    return LaunchPlan(
+        job_id=ctx.job_id,
+        run_dir=run_dir,
+        replicas=tuple(launches),
+        timeout_s=job.timeout_s,
+        max_restarts=restarts,
+    )

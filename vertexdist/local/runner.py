@@ -1,0 +1,491 @@
+"""Starts, supervises and stops the replica processes of one local job, with Vertex's job semantics.
+
+- Each replica runs in its own session/process group (`start_new_session`), so stopping it reaches the
+  worker processes it spawned too: SIGTERM to the group, a grace period, then SIGKILL (torchx's local
+  scheduler does the same).
+- The job succeeds when the chief (pool 0) exits 0 and no training replica (pools 0 and 1) failed: workers
+  get `settle_s` to exit after the chief, then are stopped. The first replica that fails fails the job and
+  every other replica is stopped at once. With `restartJobOnWorkerRestart` the whole job is
+  restarted instead, up to `max_restarts` times, with the same cluster (as Vertex keeps host names).
+- States use Vertex's names (reference/vertex.md §4.4: JobState).
+
+`LocalJob` is a library API (the emulator uses it): start, read state, cancel, wait, find log files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import Enum
+from pathlib import Path
+
+from vertexdist.errors import VertexdistError
+from vertexdist.local.environment import child_environment
+from vertexdist.local.plan import LaunchPlan, ReplicaLaunch
+
+DEFAULT_GRACE_S = 5.0
+# After the chief succeeds, how long the other training replicas get to exit on their own before the job
+# (already a success) stops them; DDP workers normally finish within a second of the chief.
+DEFAULT_SETTLE_S = 10.0
+
+
+class JobState(str, Enum):
+    PENDING = "JOB_STATE_PENDING"
+    RUNNING = "JOB_STATE_RUNNING"
+    SUCCEEDED = "JOB_STATE_SUCCEEDED"
+    FAILED = "JOB_STATE_FAILED"
+    CANCELLING = "JOB_STATE_CANCELLING"
+    CANCELLED = "JOB_STATE_CANCELLED"
+
+    @property
+    def done(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class ReplicaState(str, Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"  # ended by the job (another replica failed, job done, cancel, timeout)
+
+
+# google.rpc.Code values, as Vertex reports them in `job.error.code`.
+CODE_CANCELLED = 1
+CODE_INVALID_ARGUMENT = 3
+CODE_DEADLINE_EXCEEDED = 4
+CODE_INTERNAL = 13
+
+
+@dataclass(frozen=True)
+class JobError:
+    code: int
+    message: str
+    replica: str | None = None
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaStatus:
+    name: str
+    state: ReplicaState
+    log_path: Path
+    pid: int | None = None
+    exit_code: int | None = None
+    attempt: int = 0
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One state change: of the job (`replica` is None) or of one replica."""
+
+    time: float
+    job_state: JobState
+    replica: ReplicaStatus | None = None
+    message: str = ""
+    error: JobError | None = None
+
+
+@dataclass(frozen=True)
+class JobResult:
+    state: JobState
+    error: JobError | None
+    replicas: tuple[ReplicaStatus, ...]
+    restarts: int
+    elapsed_s: float
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            sig = signal.Signals(-code).name
+        except ValueError:
+            sig = f"signal {-code}"
+        return f"was killed by {sig}"
+    return f"exited with a non-zero status of {code}"
+
+
+@dataclass
+class _Running:
+    launch: ReplicaLaunch
+    proc: subprocess.Popen[bytes] | None
+    done: bool = False
+    stopped_by_job: bool = False
+    exit_code: int | None = None
+    pgid: int | None = None
+
+
+@dataclass
+class _Outcome:
+    state: JobState
+    error: JobError | None = None
+    retryable: bool = False
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any non-zombie process is left in the process group."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    # Zombies (reparented orphans not yet reaped by init) still answer killpg(0); they hold no resources.
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
+    if pgid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class LocalJob:
+    """One job's replica processes under Vertex's job semantics. Thread-safe reads; `start()` returns at once.
+
+    `plan` may be a callable that prepares the plan (installing packages, reserving ports): it runs in the
+    supervisor thread while the job is PENDING, and a VertexdistError from it fails the job.
+    `on_event` is called from the supervisor thread on every job or replica state change.
+    `on_finish` runs once when the job is done (e.g. to release its ports).
+    """
+
+    def __init__(
+        self,
+        plan: LaunchPlan | Callable[[], LaunchPlan],
+        *,
+        on_event: Callable[[JobEvent], None] | None = None,
+        on_finish: Callable[[], None] | None = None,
+        grace_s: float = DEFAULT_GRACE_S,
+        settle_s: float = DEFAULT_SETTLE_S,
+        timeout_s: float | None = None,
+        base_env: dict[str, str] | None = None,
+    ) -> None:
+        self._plan_source = plan
+        self.plan: LaunchPlan | None = plan if isinstance(plan, LaunchPlan) else None
+        self._on_event = on_event
+        self._on_finish = on_finish
+        self._grace_s = grace_s
+        self._settle_s = settle_s
+        self._timeout_override = timeout_s
+        self._base_env = dict(os.environ) if base_env is None else base_env
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._finished = threading.Event()
+        self._state = JobState.PENDING
+        self._error: JobError | None = None
+        self._replicas: dict[str, ReplicaStatus] = {}
+        self._restarts = 0
+        self._started_at = 0.0
+        self._ended_at: float | None = None
+        self._thread: threading.Thread | None = None
+        self._live: dict[str, _Running] = {}  # the current attempt's processes
+        if self.plan is not None:
+            self._init_replicas(self.plan)
+
+    # ----- public API -----------------------------------------------------------------------------
+    def start(self) -> LocalJob:
+        if self._thread is not None:
+            raise RuntimeError("job already started")
+        self._started_at = time.monotonic()
+        self._thread = threading.Thread(target=self._supervise, name="vertexdist-local-job", daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def state(self) -> JobState:
+        with self._lock:
+            return self._state
+
+    @property
+    def error(self) -> JobError | None:
+        with self._lock:
+            return self._error
+
+    @property
+    def restarts(self) -> int:
+        with self._lock:
+            return self._restarts
+
+    def replicas(self) -> list[ReplicaStatus]:
+        with self._lock:
+            return list(self._replicas.values())
+
+    def log_paths(self) -> dict[str, Path]:
+        with self._lock:
+            return {name: status.log_path for name, status in self._replicas.items()}
+
+    def cancel(self) -> None:
+        """Ask the job to stop; it becomes CANCELLING, then CANCELLED once every process is gone."""
+        with self._lock:
+            if self._state.done:
+                return
+        self._cancel.set()
+
+    def wait(self, timeout: float | None = None) -> JobResult | None:
+        """The result once the job is done; None if `timeout` passes first."""
+        if not self._finished.wait(timeout):
+            return None
+        return self.result()
+
+    def result(self) -> JobResult:
+        with self._lock:
+            end = self._ended_at if self._ended_at is not None else time.monotonic()
+            return JobResult(
+                state=self._state,
+                error=self._error,
+                replicas=tuple(self._replicas.values()),
+                restarts=self._restarts,
+                elapsed_s=end - self._started_at,
+            )
+
+    @property
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    # ----- state bookkeeping ----------------------------------------------------------------------
+    def _init_replicas(self, plan: LaunchPlan) -> None:
+        with self._lock:
+            self._replicas = {
+                r.name: ReplicaStatus(name=r.name, state=ReplicaState.PENDING, log_path=r.log_path)
+                for r in plan.replicas
+            }
+
+    def _emit(self, event: JobEvent) -> None:
+        if self._on_event is not None:
+            with contextlib.suppress(Exception):  # a broken observer must not kill the supervisor
+                self._on_event(event)
+
+    def _set_job(self, state: JobState, message: str = "", error: JobError | None = None) -> None:
+        with self._lock:
+            self._state = state
+            if error is not None:
+                self._error = error
+        self._emit(JobEvent(time=time.time(), job_state=state, message=message, error=error))
+
+    def _set_replica(self, name: str, **changes: object) -> None:
+        with self._lock:
+            status = replace(self._replicas[name], **changes)  # type: ignore[arg-type]
+            self._replicas[name] = status
+            job_state = self._state
+        self._emit(JobEvent(time=time.time(), job_state=job_state, replica=status))
+
+    # ----- supervision ----------------------------------------------------------------------------
+    def _supervise(self) -> None:
+        try:
+            self._supervise_attempts()
+        except Exception as exc:  # never leave a caller waiting, or processes running, if the supervisor dies
+            if self._live:
+                with contextlib.suppress(Exception):
+                    self._stop_all(self._live, queue.Queue())
+            self._set_job(JobState.FAILED, error=JobError(CODE_INTERNAL, f"local backend error: {exc}"))
+        finally:
+            with self._lock:
+                self._ended_at = time.monotonic()
+            if self._on_finish is not None:
+                with contextlib.suppress(Exception):
+                    self._on_finish()
+            self._finished.set()
+
+    def _supervise_attempts(self) -> None:
+        plan = self.plan
+        if plan is None:
+            try:
+                assert callable(self._plan_source)
+                plan = self._plan_source()
+            except VertexdistError as exc:
+                if self._cancel.is_set():  # e.g. Ctrl-C also reached the package install
+                    self._set_job(JobState.CANCELLED, error=JobError(CODE_CANCELLED, "the job was cancelled"))
+                    return
+                message = exc.message + (f" ({exc.hint})" if exc.hint else "")
+                self._set_job(JobState.FAILED, error=JobError(CODE_INVALID_ARGUMENT, message))
+                return
+            self.plan = plan
+            self._init_replicas(plan)
+        if self._cancel.is_set():
+            self._set_job(JobState.CANCELLED, error=JobError(CODE_CANCELLED, "the job was cancelled"))
+            return
+        timeout = self._timeout_override if self._timeout_override is not None else plan.timeout_s
+        deadline = self._started_at + timeout if timeout else None
+        for replica in plan.replicas:
+            replica.cwd.mkdir(parents=True, exist_ok=True)
+            replica.log_path.parent.mkdir(parents=True, exist_ok=True)
+        attempt = 0
+        while True:
+            outcome = self._run_attempt(plan, attempt, deadline)
+            if outcome.retryable and attempt < plan.max_restarts and not self._cancel.is_set():
+                attempt += 1
+                with self._lock:
+                    self._restarts = attempt
+                assert outcome.error is not None
+                self._set_job(
+                    JobState.RUNNING,
+                    message=f"restarting the job ({attempt}/{plan.max_restarts}): {outcome.error.message}",
+                )
+                continue
+            self._set_job(outcome.state, error=outcome.error)
+            return
+
+    def _start_replica(self, launch: ReplicaLaunch, attempt: int, events: queue.Queue[str]) -> _Running:
+        with open(launch.log_path, "ab") as log:
+            if attempt:
+                log.write(f"----- vertexdist: job restart {attempt} -----\n".encode())
+                log.flush()
+            try:
+                proc = subprocess.Popen(
+                    list(launch.argv),
+                    env=child_environment(self._base_env, launch.env),
+                    cwd=launch.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                log.write(f"vertexdist: cannot start {launch.argv[0]}: {exc}\n".encode())
+                running = _Running(launch, None, done=True, exit_code=127)
+                events.put(launch.name)
+                return running
+        running = _Running(launch, proc, pgid=proc.pid)
+
+        def wait_for_exit() -> None:
+            proc.wait()
+            events.put(launch.name)
+
+        threading.Thread(target=wait_for_exit, name=f"wait-{launch.name}", daemon=True).start()
+        return running
+
+    def _run_attempt(self, plan: LaunchPlan, attempt: int, deadline: float | None) -> _Outcome:
+        events: queue.Queue[str] = queue.Queue()
+        running: dict[str, _Running] = {}
+        self._live = running
+        for launch in plan.replicas:
+            run = self._start_replica(launch, attempt, events)
+            running[launch.name] = run
+            pid = run.proc.pid if run.proc else None
+            self._set_replica(
+                launch.name, state=ReplicaState.RUNNING, pid=pid, exit_code=None, attempt=attempt
+            )
+        if attempt == 0:
+            self._set_job(JobState.RUNNING)
+        pending = {r.name for r in plan.replicas if r.is_training}
+        settle_until: float | None = None  # set once the chief has succeeded
+        outcome: _Outcome | None = None
+        while outcome is None:
+            if self._cancel.is_set():
+                self._set_job(JobState.CANCELLING)
+                outcome = _Outcome(JobState.CANCELLED, JobError(CODE_CANCELLED, "the job was cancelled"))
+                break
+            wait_s = 0.1
+            if settle_until is not None and time.monotonic() >= settle_until:
+                # Vertex ends the job with its chief; a worker that does not exit with it is not a failure.
+                late = ", ".join(sorted(pending))
+                self._set_job(
+                    JobState.RUNNING,
+                    message=f"the chief succeeded; stopping {late}, still running {self._settle_s:g}s later",
+                )
+                outcome = _Outcome(JobState.SUCCEEDED)
+                break
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    message = f"the job ran past its timeout of {plan.timeout_s or 0:g}s"
+                    if self._timeout_override is not None:
+                        message = f"the job ran past its timeout of {self._timeout_override:g}s"
+                    outcome = _Outcome(JobState.FAILED, JobError(CODE_DEADLINE_EXCEEDED, message))
+                    break
+                wait_s = min(wait_s, left)
+            try:
+                name = events.get(timeout=wait_s)
+            except queue.Empty:
+                continue
+            run = running[name]
+            self._record_exit(run)
+            code = run.exit_code or 0
+            if code != 0:
+                message = f"The replica {name} {describe_exit(code)}."
+                error = JobError(CODE_INVALID_ARGUMENT, message, replica=name, exit_code=code)
+                outcome = _Outcome(JobState.FAILED, error, retryable=True)
+                break
+            pending.discard(name)
+            if not pending:
+                outcome = _Outcome(JobState.SUCCEEDED)
+            elif running[name].launch.pool == 0:
+                settle_until = time.monotonic() + self._settle_s
+        self._stop_all(running, events)
+        self._live = {}
+        return outcome
+
+    def _record_exit(self, run: _Running) -> None:
+        if run.done and run.proc is not None:
+            return
+        if run.proc is not None:
+            run.exit_code = run.proc.returncode
+        run.done = True
+        code = run.exit_code or 0
+        if run.stopped_by_job:
+            state = ReplicaState.STOPPED
+        else:
+            state = ReplicaState.SUCCEEDED if code == 0 else ReplicaState.FAILED
+        self._set_replica(run.launch.name, state=state, exit_code=run.exit_code)
+        # Workers the replica spawned may outlive it; they belong to the job, not to the machine.
+        _signal_group(run.pgid, signal.SIGTERM)
+
+    def _stop_all(self, running: dict[str, _Running], events: queue.Queue[str]) -> None:
+        """SIGTERM every process group of the job, wait up to the grace period, then SIGKILL what is left."""
+        for run in running.values():
+            if not run.done:
+                run.stopped_by_job = True
+            _signal_group(run.pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self._grace_s
+        killed = False
+        while True:
+            while True:
+                try:
+                    name = events.get_nowait()
+                except queue.Empty:
+                    break
+                self._record_exit(running[name])
+            leaders_done = all(run.done for run in running.values())
+            groups_gone = leaders_done and not any(
+                run.pgid is not None and _group_alive(run.pgid) for run in running.values()
+            )
+            if groups_gone:
+                return
+            if time.monotonic() >= deadline and not killed:
+                for run in running.values():
+                    _signal_group(run.pgid, signal.SIGKILL)
+                killed = True
+                deadline = time.monotonic() + self._grace_s
+            elif killed and time.monotonic() >= deadline:
+                return  # unkillable (D state); nothing more a launcher can do
+            time.sleep(0.02)
+
+
+def run_job(
+    plan: LaunchPlan, *, grace_s: float = DEFAULT_GRACE_S, timeout_s: float | None = None
+) -> JobResult:
+    """Run a plan to the end, blocking (for scripts and tests)."""
+    result = LocalJob(plan, grace_s=grace_s, timeout_s=timeout_s).start().wait()
+    assert result is not None
+    return result
