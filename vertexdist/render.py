@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from vertexdist.spec.durations import format_duration
-from vertexdist.spec.models import SCRIPT_PACKAGE, JobTemplate
+from vertexdist.spec.models import BUNDLED_TRAINER, SCRIPT_PACKAGE, JobTemplate
 
 TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
 PENDING = "<pending>"
@@ -63,13 +63,11 @@ def _env(t: JobTemplate) -> list[dict[str, str]]:
 
 def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | None) -> dict[str, Any]:
     if t.build is not None:
-        return {
-            "containerSpec": {
-                "imageUri": image_uri or placeholder_image_uri(t),
-                "args": list(t.trainer.args),
-                "env": _env(t),
-            }
-        }
+        container: dict[str, Any] = {"imageUri": image_uri or placeholder_image_uri(t)}
+        if t.trainer.module != f"{BUNDLED_TRAINER}.task":
+            # The image's ENTRYPOINT runs the bundled trainer; another module needs its own command.
+            container["command"] = ["python", "-m", t.trainer.module]
+        return {"containerSpec": {**container, "args": list(t.trainer.args), "env": _env(t)}}
     return {
         "pythonPackageSpec": {
             "executorImageUri": t.container_uri,

@@ -105,6 +105,19 @@ def test_build_runs_the_image_as_a_container(tmp_path: Path) -> None:
     assert render_job_spec(t, image_uri=image)["workerPoolSpecs"][1]["containerSpec"]["imageUri"] == image
 
 
+def test_build_with_another_module_gives_the_container_its_command(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "train.py").write_text("")
+    build = {"repository": "us-central1-docker.pkg.dev/vertexdist-demo/trainers", "context": str(tmp_path),
+             "dockerfile": str(tmp_path / "Dockerfile")}  # fmt: skip
+    trainer = {"package": str(tmp_path / "mypkg"), "module": "mypkg.train", "args": ["--x"]}
+    container = render_job_spec(template(build=build, trainer=trainer))["workerPoolSpecs"][0]["containerSpec"]
+    assert container["command"] == ["python", "-m", "mypkg.train"]
+    assert container["args"] == ["--x"]
+
+
 def test_base_output_dir_default_and_explicit() -> None:
     assert render_job_spec(template(display_name="My job #1"))["baseOutputDirectory"] == {
         "outputUriPrefix": "gs://vertexdist-demo/staging/vertexdist/output/My-job-1"

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -26,6 +26,9 @@ from vertexdist.errors import JobFailedError, UsageError
 # Light: the local backend imports only the standard library (torch loads in the replicas, not here).
 from vertexdist.local.environment import JobContext
 from vertexdist.local.runner import JobEvent, JobResult, JobState, LocalJob
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
 
 RUNS_DIR = Path(".vertexdist/runs")
 PACKAGE_CACHE = Path(".vertexdist/cache/packages")
@@ -65,30 +68,46 @@ def _print_plan(plan_dict: dict[str, Any], as_json: bool) -> None:
 
 @dataclass(frozen=True)
 class LocalJobInput:
-    """A template made ready for the local backend: its CustomJobSpec, package and run context."""
+    """A template made ready for the local backend: its CustomJobSpec, package (if any) and run context."""
 
     spec: dict[str, Any]
-    package_uri: str
-    sdist: Path
+    package_uri: str | None
+    sdist: Path | None
     ctx: JobContext
     run_dir: Path
+
+
+def _host_spec_for_build(t: JobTemplate) -> dict[str, Any]:
+    """A `build` template's job with its image pools run on the host, from the build context (no Docker)."""
+    from vertexdist.container.ensure import plan_build
+    from vertexdist.container.host import host_job_spec
+    from vertexdist.render import render_job_spec
+
+    assert t.build is not None
+    image_uri = plan_build(t).image_uri
+    return host_job_spec(
+        render_job_spec(t, image_uri=image_uri),
+        image_uri=image_uri,
+        context=Path(t.build.context),
+        dockerfile=Path(t.build.dockerfile),
+    )
 
 
 def prepare_input(
     template: Path, *, out: Path | None, procs_per_replica: int | None, sdist_dir: Path | None
 ) -> LocalJobInput:
-    """Load, package and render the template the way submit does (same CustomJobSpec, same sdist)."""
+    """Load, package and render the template the way submit does (same CustomJobSpec, same sdist).
+
+    A `build` template runs its image on Vertex; here its replicas run the image's command on the host,
+    from the build context, with the Dockerfile's environment.
+    """
     from vertexdist.packaging import build_sdist, package_uri
     from vertexdist.render import render_job_spec
     from vertexdist.spec import load_template
 
-    loaded = load_template(template)
-    # A `build` template runs its image on Vertex; locally the same trainer runs from its installed package.
-    t = loaded.model_copy(update={"build": None}) if loaded.build is not None else loaded
+    t = load_template(template)
     job_id = new_job_id()
     run_dir = (out or RUNS_DIR / job_id).resolve()
-    sdist = build_sdist(t.trainer, sdist_dir or run_dir / "package")
-    uri = package_uri(t.staging_bucket, sdist)
     ctx = JobContext(
         job_id=job_id,
         project=t.project,
@@ -97,6 +116,10 @@ def prepare_input(
         procs_per_replica=procs_per_replica,
         default_output_uri=f"gs://vertexdist-local/{job_id}",
     )
+    if t.build is not None:
+        return LocalJobInput(_host_spec_for_build(t), None, None, ctx, run_dir)
+    sdist = build_sdist(t.trainer, sdist_dir or run_dir / "package")
+    uri = package_uri(t.staging_bucket, sdist)
     return LocalJobInput(render_job_spec(t, package_uri=uri), uri, sdist.path, ctx, run_dir)
 
 
@@ -113,7 +136,11 @@ def show_plan(job_input: LocalJobInput, *, timeout_s: float | None, as_json: boo
             job_input.ctx,
             run_dir=job_input.run_dir,
             ports=ports,
-            package_dirs={job_input.package_uri: f"<installed copy of {job_input.package_uri}>"},
+            package_dirs=(
+                {job_input.package_uri: f"<installed copy of {job_input.package_uri}>"}
+                if job_input.package_uri
+                else {}
+            ),
         )
     plan_dict = plan.to_dict(mask=_mask_env)
     if timeout_s is not None:
@@ -129,7 +156,7 @@ def run_until_done(
     from vertexdist.local.view import choose_view, follow
 
     def fetch_package(wanted: str) -> Path:
-        if wanted != job_input.package_uri:
+        if job_input.sdist is None or wanted != job_input.package_uri:
             raise UsageError(f"unknown package {wanted}")
         return job_input.sdist
 
@@ -220,6 +247,7 @@ def local_run(
         raise UsageError(f"run folder {out} is not empty", hint="pick another --out, or remove it")
     job_input = prepare_input(template, out=out, procs_per_replica=procs_per_replica, sdist_dir=None)
     run_dir = job_input.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "job.json").write_text(json.dumps(job_input.spec, indent=2) + "\n")
     job, result = run_until_done(job_input, json_events=json_events, timeout_s=timeout_s, grace_s=grace)
 
