@@ -54,20 +54,22 @@ def _replica_logs(emu: Emulator, name: str) -> dict[str, str]:
     return {chunk["replica"]: chunk["text"] for chunk in emu.service.logs(name, {})["logs"]}
 
 
-def test_custom_job_run_list_get(aiplatform: Any, emu: Emulator) -> None:
-    job = aiplatform.CustomJob(
-        display_name="docs-custom-job",
+def _one_replica_job(aiplatform: Any, display_name: str, image_uri: str, code: str) -> Any:
+    """A CustomJob of one replica that runs `code` with this Python (the emulator runs it on the host)."""
+    return aiplatform.CustomJob(
+        display_name=display_name,
         worker_pool_specs=[
             {
                 "machine_spec": {"machine_type": "n1-standard-4"},
                 "replica_count": 1,
-                "container_spec": {
-                    "image_uri": "example.com/x",
-                    "command": [sys.executable, "-c", "print('cj ok')"],
-                },
+                "container_spec": {"image_uri": image_uri, "command": [sys.executable, "-c", code]},
             }
         ],
     )
+
+
+def test_custom_job_run_list_get(aiplatform: Any, emu: Emulator) -> None:
+    job = _one_replica_job(aiplatform, "docs-custom-job", "example.com/x", "print('cj ok')")
     job.run()
     assert job.state.name == "JOB_STATE_SUCCEEDED"
     assert job.resource_name in [j.resource_name for j in aiplatform.CustomJob.list()]
@@ -78,19 +80,7 @@ def test_custom_job_run_list_get(aiplatform: Any, emu: Emulator) -> None:
 
 def test_custom_job_submit_then_cancel(aiplatform: Any, emu: Emulator) -> None:
     emu.service.hold_get_s = 0
-    job = aiplatform.CustomJob(
-        display_name="docs-cancel",
-        worker_pool_specs=[
-            {
-                "machine_spec": {"machine_type": "n1-standard-4"},
-                "replica_count": 1,
-                "container_spec": {
-                    "image_uri": "x",
-                    "command": [sys.executable, "-c", "import time; time.sleep(60)"],
-                },
-            }
-        ],
-    )
+    job = _one_replica_job(aiplatform, "docs-cancel", "x", "import time; time.sleep(60)")
     job.submit()
     job.wait_for_resource_creation()
     job.cancel()

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from vertexdist.local.procs import group_members
+
 STANDIN = Path(__file__).with_name("standin_replica.py")
 REDUCTION_IMAGE = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 
@@ -71,22 +73,6 @@ def process_alive(pid: int) -> bool:
             return False
         return True
     return stat[stat.rfind(")") + 2] != "Z"
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in process group `pgid`."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if fields[2] == str(pgid) and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
 
 
 def records(record_dir: Path) -> dict[str, dict[str, Any]]:

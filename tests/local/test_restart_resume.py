@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from vertexdist.local.procs import live_processes
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 OUTPUT = Path("gcs/my-bucket/staging/vertexdist/output/resume-test")
@@ -69,17 +71,7 @@ def _assert_same(a: Any, b: Any, where: str = "model") -> None:
 
 
 def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if int(fields[1]) == pid and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
+    return [p.pid for p in live_processes() if p.ppid == pid]
 
 
 def test_kill_9_of_a_worker_restarts_the_job_and_the_model_matches_an_uninterrupted_run(

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from vertexdist.local.procs import group_members
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RDZV_TIMEOUT = "20"
 
@@ -133,23 +135,6 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in a process group; zombies may linger when init does not reap them."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        state, group = fields[0], int(fields[2])
-        if group == pgid and state != "Z":
-            members.append(int(entry.name))
-    return members
 
 
 def group_gone(pgid: int, within: float = 5.0) -> bool:

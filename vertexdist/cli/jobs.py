@@ -37,31 +37,32 @@ TRANSPORT = typer.Option(
 JSON = typer.Option(False, "--json", help="Print JSON instead of text.")
 
 
-def make_backend(
-    *,
-    job: str | None = None,
-    project: str | None = None,
-    location: str | None = None,
-    endpoint: str | None = None,
-    transport: str | None = None,
-) -> tuple[VertexBackend, str | None]:
-    """The backend for a job command, and the job's full resource name (when a job was named)."""
-    from vertexdist.backends.config import check_job_ref, job_name, parse_job_name, resolve_target
+def project_backend(
+    project: str | None, location: str | None, endpoint: str | None, transport: str | None
+) -> VertexBackend:
+    """The backend for a project and location named by the flags or the environment."""
+    from vertexdist.backends.config import resolve_target
     from vertexdist.backends.vertex import VertexBackend
 
-    if job:
-        check_job_ref(job)
-    parts = parse_job_name(job) if job else None
     target = resolve_target(
-        env=os.environ,
-        template_project=parts["project"] if parts else None,
-        template_location=parts["location"] if parts else None,
-        project=None if parts else project,
-        location=None if parts else location,
-        api_endpoint=endpoint,
-        transport=transport,
+        env=os.environ, project=project, location=location, api_endpoint=endpoint, transport=transport
     )
-    return VertexBackend(target), (job_name(job, target) if job else None)
+    return VertexBackend(target)
+
+
+def job_backend(
+    job: str, project: str | None, location: str | None, endpoint: str | None, transport: str | None
+) -> tuple[VertexBackend, str]:
+    """The backend that holds `job`, and the job's full resource name. A full name's own project and
+    location win over the flags; a bare id takes them from the flags or the environment."""
+    from vertexdist.backends.config import check_job_ref, job_name, parse_job_name
+
+    check_job_ref(job)
+    parts = parse_job_name(job)
+    if parts:
+        project, location = parts["project"], parts["location"]
+    backend = project_backend(project, location, endpoint, transport)
+    return backend, job_name(job, backend.target)
 
 
 def status_lines(status: JobStatus) -> list[str]:
@@ -116,10 +117,7 @@ def status(
     as_json: bool = JSON,
 ) -> None:
     """Show a job's state, times and error. Exits 1 when the job failed or was cancelled."""
-    backend, name = make_backend(
-        job=job, project=project, location=location, endpoint=endpoint, transport=transport
-    )
-    assert name is not None
+    backend, name = job_backend(job, project, location, endpoint, transport)
     found = backend.describe(name)
     if as_json:
         typer.echo(json.dumps(found.to_dict(), indent=2))
@@ -138,7 +136,7 @@ def list_jobs(
     as_json: bool = JSON,
 ) -> None:
     """List training jobs in a project and location, newest first."""
-    backend, _ = make_backend(project=project, location=location, endpoint=endpoint, transport=transport)
+    backend = project_backend(project, location, endpoint, transport)
     found = backend.list(limit=limit)
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in found], indent=2))
@@ -159,10 +157,7 @@ def cancel(
     as_json: bool = JSON,
 ) -> None:
     """Ask Vertex to cancel a job (it goes CANCELLING, then CANCELLED)."""
-    backend, name = make_backend(
-        job=job, project=project, location=location, endpoint=endpoint, transport=transport
-    )
-    assert name is not None
+    backend, name = job_backend(job, project, location, endpoint, transport)
     backend.cancel(name)
     found = backend.describe(name)
     if as_json:
@@ -183,10 +178,7 @@ def logs(
     """Print a job's replica logs (emulator), or where Cloud Logging shows them (Vertex)."""
     from vertexdist.backends.watch import watch
 
-    backend, name = make_backend(
-        job=job, project=project, location=location, endpoint=endpoint, transport=transport
-    )
-    assert name is not None
+    backend, name = job_backend(job, project, location, endpoint, transport)
     if not backend.target.is_emulator:
         page = backend.logs(name)
         for link in page.links:

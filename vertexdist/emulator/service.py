@@ -102,16 +102,7 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"customJob.jobSpec.{exc}") from None
         self._check_spec(spec, "customJob.jobSpec")
-        stamp = now_rfc3339()
-        job: Resource = {
-            "name": f"{parent}/customJobs/{new_id()}",
-            "displayName": body["displayName"],
-            "jobSpec": spec,
-            "state": "JOB_STATE_QUEUED",
-            "createTime": stamp,
-            "updateTime": stamp,
-            "labels": dict(body.get("labels") or {}),
-        }
+        job = _new_resource(parent, "customJobs", body, "JOB_STATE_QUEUED", jobSpec=spec)
         if pipeline:
             job[PIPELINE_KEY] = pipeline
         created = self.store.insert(job)
@@ -135,17 +126,14 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"trainingPipeline.trainingTaskInputs.{exc}") from None
         self._check_spec(spec, "trainingPipeline.trainingTaskInputs")
-        stamp = now_rfc3339()
-        pipeline: Resource = {
-            "name": f"{parent}/trainingPipelines/{new_id()}",
-            "displayName": body["displayName"],
-            "trainingTaskDefinition": definition,
-            "trainingTaskInputs": body.get("trainingTaskInputs"),
-            "state": "PIPELINE_STATE_PENDING",
-            "createTime": stamp,
-            "updateTime": stamp,
-            "labels": dict(body.get("labels") or {}),
-        }
+        pipeline = _new_resource(
+            parent,
+            "trainingPipelines",
+            body,
+            "PIPELINE_STATE_PENDING",
+            trainingTaskDefinition=definition,
+            trainingTaskInputs=body.get("trainingTaskInputs"),
+        )
         for passthrough in ("inputDataConfig", "modelToUpload", "modelId", "parentModel"):
             if passthrough in body:
                 pipeline[passthrough] = body[passthrough]
@@ -409,6 +397,20 @@ class EmulatorService:
                     self._set_state(
                         job_name, "JOB_STATE_FAILED", error={"code": _CODE_INTERNAL, "message": message}
                     )
+
+
+def _new_resource(parent: str, collection: str, body: Resource, state: str, **fields: Any) -> Resource:
+    """A new resource under `parent`: a fresh id, the request's display name and labels, `fields`, `state`."""
+    stamp = now_rfc3339()
+    return {
+        "name": f"{parent}/{collection}/{new_id()}",
+        "displayName": body["displayName"],
+        **fields,
+        "state": state,
+        "createTime": stamp,
+        "updateTime": stamp,
+        "labels": dict(body.get("labels") or {}),
+    }
 
 
 def _runs_job(pid: int, job_id: str) -> bool:

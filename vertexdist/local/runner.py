@@ -29,6 +29,7 @@ from pathlib import Path
 from vertexdist.errors import VertexdistError
 from vertexdist.local.environment import child_environment
 from vertexdist.local.plan import LaunchPlan, ReplicaLaunch
+from vertexdist.local.procs import PROC, group_members
 
 DEFAULT_GRACE_S = 5.0
 # After the chief succeeds, how long the other training replicas get to exit on their own before the job
@@ -137,21 +138,10 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not PROC.is_dir():
         return True
     # Zombies (reparented orphans not yet reaped by init) still answer killpg(0); they hold no resources.
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+    return bool(group_members(pgid))
 
 
 def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
