@@ -80,3 +80,7 @@ def test_regions_and_close_matches() -> None:
     assert catalog.known_region("us-central1") and not catalog.known_region("us-central")
     assert catalog.close_match("europe-west", ["europe-west4", "us-east1"]) == "europe-west4"
     assert catalog.close_match("zzz", ["europe-west4"]) is None
+    accelerators = ["NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_B200"]
+    assert catalog.close_matches("NVIDIA_A100", accelerators) == ["NVIDIA_A100_80GB", "NVIDIA_TESLA_A100"]
+    hint = catalog.did_you_mean("a100", accelerators)
+    assert hint == "did you mean 'NVIDIA_A100_80GB' or 'NVIDIA_TESLA_A100'?"

@@ -202,4 +202,4 @@ def test_machines_json_and_unknown_accelerator() -> None:
     data = json.loads(vertexdist("machines", "--format", "json").stdout)
     assert data["source"].startswith("https://") and len(data["machines"]) > 70
     result = vertexdist("machines", "--accelerator", "A100")
-    assert result.returncode == 2 and "did you mean NVIDIA_TESLA_A100" in result.stderr
+    assert result.returncode == 2 and "'NVIDIA_TESLA_A100'?" in result.stderr

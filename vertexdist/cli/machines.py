@@ -69,12 +69,10 @@ def machines(
         accelerator = accelerator.upper()
         if accelerator not in ACCELERATORS:
             reason = catalog.retired_accelerator_reason(accelerator)
-            match = catalog.close_match(accelerator, list(ACCELERATORS)) or next(
-                (name for name in ACCELERATORS if accelerator in name), None
-            )
+            guess = catalog.did_you_mean(accelerator, list(ACCELERATORS))
             raise UsageError(
                 (reason and f"{accelerator}: {reason}") or f"unknown accelerator {accelerator!r}",
-                hint=(f"did you mean {match}? " if match else "") + "known: " + ", ".join(ACCELERATORS),
+                hint=(f"{guess} " if guess else "") + "known: " + ", ".join(ACCELERATORS),
             )
     rows = catalog_rows(accelerator)
     if output_format == "json":

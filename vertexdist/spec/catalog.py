@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 
 from vertexdist.spec.catalog_data import ACCELERATORS, MACHINES, REGIONS, RETIRED_ACCELERATORS, MachineRow
 
@@ -45,10 +46,29 @@ def known_region(name: str) -> bool:
     return name in REGIONS
 
 
+def _tokens(name: str) -> set[str]:
+    return set(re.split(r"[_\-.]+", name.upper())) - {""}
+
+
+def close_matches(value: str, choices: list[str] | tuple[str, ...], n: int = 2) -> list[str]:
+    """Known names close to a misspelt one, best first: names holding every part of the value
+    (NVIDIA_A100 -> NVIDIA_A100_80GB, NVIDIA_TESLA_A100), shortest first, then difflib's closest."""
+    parts = _tokens(value)
+    holding = [c for c in choices if parts and (value.upper() in c.upper() or parts <= _tokens(c))]
+    similar = difflib.get_close_matches(value, list(choices), n=n, cutoff=0.6)
+    return list(dict.fromkeys(sorted(holding, key=lambda c: (len(c), c)) + similar))[:n]
+
+
 def close_match(value: str, choices: list[str] | tuple[str, ...]) -> str | None:
-    """The closest known name to a misspelt one (difflib), or None."""
-    matches = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    """The closest known name to a misspelt one, or None."""
+    matches = close_matches(value, choices, n=1)
     return matches[0] if matches else None
+
+
+def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
+    """`did you mean 'A' or 'B'?`, or empty when nothing is close."""
+    matches = close_matches(value, choices)
+    return f"did you mean {' or '.join(repr(m) for m in matches)}?" if matches else ""
 
 
 def describe_options(machine_type: str) -> str:

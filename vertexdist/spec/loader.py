@@ -171,6 +171,8 @@ def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
 
 def load_template(path: str | Path) -> JobTemplate:
     """Load and validate one template; raises TemplateError with every error (file, line, column, field)."""
+    if Path(path).is_dir():
+        raise UsageError(f"{path}: is a folder, not a template file", hint="pass one .yaml template")
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such template file", hint="pass the path of a .yaml template")
     template, problems = inspect_file(path)

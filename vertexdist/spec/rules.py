@@ -35,8 +35,7 @@ class Finding:
 
 
 def _did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
-    match = catalog.close_match(value, choices)
-    return f"did you mean {match!r}?" if match else ""
+    return catalog.did_you_mean(value, choices)
 
 
 def _join(*parts: str) -> str:
