@@ -37,6 +37,9 @@ def generated_templates(folder: Path, count: int) -> None:
     for i in range(count):
         source = sources[i % len(sources)]
         text = source.read_text().replace("display_name: ", f"display_name: gen-{i:04d}-", 1)
+        # Paths in a `build` section are relative to the template; the copies live elsewhere.
+        text = text.replace("dockerfile: ../", f"dockerfile: {REPO}/")
+        text = text.replace("context: ..", f"context: {REPO}")
         (folder / f"{i:04d}-{source.name}").write_text(text)
 
 
