@@ -267,3 +267,11 @@ def test_non_utf8_file(write_template: WriteTemplate, tmp_path: Path) -> None:
     path.write_bytes("display_name: caf\xe9\n".encode("latin-1"))
     [problem] = _errors(path)
     assert "UTF-8" in problem.message
+
+
+def test_an_unknown_key_does_not_hide_the_other_problems(write_template: WriteTemplate) -> None:
+    path = write_template({"replicas": 3, "accelerator_count": 3})
+    problems = _errors(path)
+    assert [p.path for p in problems] == ["accelerator_count", "replicas"]
+    assert "not 3" in problems[0].message
+    assert problems[1].hint == "did you mean `replica_count`?"

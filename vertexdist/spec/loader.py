@@ -153,11 +153,30 @@ def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
             Problem(file, 1, 1, str(bad), f"field names must be text, got {bad!r}", "write `name: value`")
         ]
     base_dir = Path(path).resolve().parent
+    context = {"base_dir": base_dir, "skip_rules": True}
     try:
-        template = JobTemplate.model_validate(data, context={"base_dir": base_dir, "skip_rules": True})
+        template = JobTemplate.model_validate(data, context=context)
     except ValidationError as exc:
-        return None, sorted(_problems_from_validation(exc, file, source), key=lambda p: (p.line, p.col))
+        problems = _problems_from_validation(exc, file, source)
+        # Typos in key names are the commonest mistake; the rest of the template still deserves its checks.
+        if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in exc.errors()):
+            unknown = {e["loc"][0] for e in exc.errors()}
+            try:
+                known_only = JobTemplate.model_validate(
+                    {k: v for k, v in data.items() if k not in unknown}, context=context
+                )
+            except ValidationError:
+                pass
+            else:
+                problems += _rule_problems(known_only, file, source)
+        return None, sorted(problems, key=lambda p: (p.line, p.col))
     template._source_path = Path(path).resolve()
+    problems = _rule_problems(template, file, source)
+    has_errors = any(p.severity == "error" for p in problems)
+    return (None if has_errors else template), problems
+
+
+def _rule_problems(template: JobTemplate, file: str, source: SourceMap) -> list[Problem]:
     problems = []
     for finding in check_template(template):
         pos = source.find(_loc_of(finding.path), prefer_key=finding.on_key)
@@ -165,8 +184,7 @@ def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
             Problem(file, pos.line, pos.col, finding.path, finding.message, finding.hint, finding.severity)
         )
     problems.sort(key=lambda p: (p.line, p.col))
-    has_errors = any(p.severity == "error" for p in problems)
-    return (None if has_errors else template), problems
+    return problems
 
 
 def load_template(path: str | Path) -> JobTemplate:
