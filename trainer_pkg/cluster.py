@@ -87,7 +87,7 @@ class ClusterInfo:
         }
 
 
-def _int_var(env: Env, name: str, *, minimum: int = 0) -> int:
+def _int_var(env: Env, name: str, *, minimum: int = 0, maximum: int | None = None) -> int:
     raw = env[name]
     try:
         value = int(raw)
@@ -95,7 +95,14 @@ def _int_var(env: Env, name: str, *, minimum: int = 0) -> int:
         raise TrainerError(f"{name}={raw!r} is not an integer") from None
     if value < minimum:
         raise TrainerError(f"{name}={raw!r} must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise TrainerError(f"{name}={raw!r} must be at most {maximum}")
     return value
+
+
+def _master_port(env: Env) -> int | None:
+    """MASTER_PORT if set; a port out of range would otherwise surface as a TypeError deep inside torch."""
+    return _int_var(env, "MASTER_PORT", minimum=1, maximum=65535) if "MASTER_PORT" in env else None
 
 
 def _split_address(address: object, where: str) -> tuple[str, int]:
@@ -137,7 +144,7 @@ class TorchElasticEnvironment:
             node_rank=group_rank,
             num_nodes=num_nodes or max(1, world // local_world),
             master_addr=env.get("MASTER_ADDR", DEFAULT_MASTER_ADDR),
-            master_port=_int_var(env, "MASTER_PORT", minimum=1) if "MASTER_PORT" in env else None,
+            master_port=_master_port(env),
             process_rank=rank,
             local_rank=_int_var(env, "LOCAL_RANK"),
             launcher_nproc=local_world,
@@ -173,11 +180,11 @@ class VertexEnvironment:
         if num_nodes == 1:
             # One node talks only to itself: loopback and a free port, unless told otherwise.
             master_addr = env.get("MASTER_ADDR", DEFAULT_MASTER_ADDR)
-            master_port = _int_var(env, "MASTER_PORT", minimum=1) if "MASTER_PORT" in env else None
+            master_port = _master_port(env)
         else:
             chief_host, chief_port = _split_address(chiefs[0], "cluster.workerpool0[0]")
             master_addr = env.get("MASTER_ADDR") or chief_host
-            master_port = _int_var(env, "MASTER_PORT", minimum=1) if "MASTER_PORT" in env else chief_port
+            master_port = _master_port(env) or chief_port
         return NodePlacement(
             environment=cls.name,
             role=role,
@@ -247,7 +254,7 @@ class SingleProcessEnvironment:
             node_rank=0,
             num_nodes=1,
             master_addr=env.get("MASTER_ADDR", DEFAULT_MASTER_ADDR),
-            master_port=_int_var(env, "MASTER_PORT", minimum=1) if "MASTER_PORT" in env else None,
+            master_port=_master_port(env),
         )
 
 

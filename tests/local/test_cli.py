@@ -257,3 +257,34 @@ def test_local_run_module_imports_no_torch_and_no_cloud_sdk() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--timeout", "soon"], "error: --timeout: invalid duration 'soon'"),
+        (["--timeout", "0"], "error: --timeout: invalid duration '0'"),
+        (["--out", "{file}"], "is a file, not a folder"),
+        (["--out", "{file}/run"], "error: cannot create the run folder"),
+    ],
+)
+def test_bad_flags_are_usage_errors_without_a_traceback(
+    workdir: Path, tmp_path: Path, flags: list[str], message: str
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder\n")
+    template = _template(tmp_path / "job.yaml", replicas=1)
+    result = _run(str(template), *(flag.format(file=a_file) for flag in flags), cwd=workdir)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("extra", "shown"), [({}, "timeout none "), ({"timeout": "90m"}, "timeout 5400s ")])
+def test_plan_shows_the_timeout_readably(
+    workdir: Path, tmp_path: Path, extra: dict[str, Any], shown: str
+) -> None:
+    template = _template(tmp_path / "job.yaml", replicas=1, **extra)
+    result = _run(str(template), "--plan", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].startswith(shown)

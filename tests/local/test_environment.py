@@ -161,6 +161,13 @@ def test_child_environment_drops_stray_launcher_variables() -> None:
     assert env == {"PATH": "/bin", "HOME": "/h", "PYTHONUNBUFFERED": "1", "CLUSTER_SPEC": "{}"}
 
 
+def test_child_environment_keeps_gpus_hidden_by_the_user_and_gives_replicas_their_own() -> None:
+    hidden = {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": ""}
+    assert child_environment(hidden, {"CLUSTER_SPEC": "{}"})["CUDA_VISIBLE_DEVICES"] == ""
+    shared = {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    assert child_environment(shared, {"CUDA_VISIBLE_DEVICES": "2,3"})["CUDA_VISIBLE_DEVICES"] == "2,3"
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     workers=st.integers(0, 5),

@@ -201,3 +201,18 @@ def test_python_package_replicas_run_the_installed_copy(tmp_path: Path, record_d
     line = job.log_paths()["workerpool0-0"].read_text()
     assert f"module at {tmp_path / 'cache'}" in line and "args ['--x=1']" in line
     assert str(source) not in line
+
+
+def test_a_backend_error_mid_start_stops_and_records_the_replicas_already_started(
+    tmp_path: Path, record_dir: Path, kit: Any
+) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / "logs" / "workerpool1-0.log").mkdir(parents=True)  # its log cannot be opened
+    job = _start(kit.standin_spec(record_dir, workers=1, extra=["--sleep", "60", "--spawn", "1"]), run_dir)
+    result = job.wait(60)
+    assert result is not None and result.state is JobState.FAILED
+    assert result.error is not None and "local backend error" in result.error.message
+    chief = next(r for r in result.replicas if r.name == "workerpool0-0")
+    assert chief.state is ReplicaState.STOPPED and chief.exit_code is not None
+    assert chief.pid is not None and not kit.process_alive(chief.pid)
+    assert not kit.group_members(chief.pid)  # the replica ran as its own process group

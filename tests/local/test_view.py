@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import io
+import queue
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
-from vertexdist.local import JobContext, JobState, start_job
-from vertexdist.local.view import LiveView, LogFollower, PrefixedView, last_lines, summary_lines
+from vertexdist.local import JobContext, JobEvent, JobState, start_job
+from vertexdist.local.view import (
+    LiveView,
+    LogFollower,
+    PrefixedView,
+    View,
+    follow,
+    last_lines,
+    summary_lines,
+)
 
 
 def test_follower_returns_only_complete_new_lines(tmp_path: Path) -> None:
@@ -55,3 +65,27 @@ def test_live_table_and_summary_of_a_failed_job(tmp_path: Path, record_dir: Path
     assert lines[1] == f"last lines of {tmp_path / 'run' / 'logs' / 'workerpool1-0.log'}:"
     assert "  workerpool1-0 failing on purpose" in lines
     assert last_lines(tmp_path / "missing.log") == []
+
+
+class _ClosedPipeView(View):
+    """A view whose output went away, as under `vertexdist local-run ... | head -1`."""
+
+    def log(self, replica: str, line: str) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_failing_view_stops_the_job_instead_of_orphaning_it(
+    tmp_path: Path, record_dir: Path, kit: Any
+) -> None:
+    spec = kit.standin_spec(record_dir, workers=1, extra=["--sleep", "60", "--spawn", "1"])
+    ctx = JobContext(job_id="v", project="my-project", region="us-central1", gcs_root=str(tmp_path / "gcs"))
+    events: queue.Queue[JobEvent] = queue.Queue()
+    job = start_job(spec, ctx, run_dir=tmp_path / "run", fetch_package=Path, grace_s=2.0, on_event=events.put)
+    try:
+        with pytest.raises(BrokenPipeError):
+            follow(job, _ClosedPipeView(), events, interval_s=0.02)
+        assert job.done and job.state is JobState.CANCELLED
+        kit.assert_no_orphans(kit.records(record_dir), [r.pid for r in job.replicas() if r.pid])
+    finally:
+        job.cancel()
+        job.wait(30)

@@ -208,6 +208,19 @@ def test_bad_cluster_spec_names_the_variable(raw: str, message: str) -> None:
     ("env", "message"),
     [
         ({"MASTER_PORT": "http"}, "MASTER_PORT='http' is not an integer"),
+        ({"MASTER_PORT": "99999"}, "MASTER_PORT='99999' must be at most 65535"),
+        (
+            {
+                "MASTER_PORT": "70000",
+                "CLUSTER_SPEC": json.dumps(
+                    {
+                        "cluster": {"workerpool0": ["h0:2222"], "workerpool1": ["h1:2222"]},
+                        "task": {"type": "workerpool1", "index": 0},
+                    }
+                ),
+            },
+            "MASTER_PORT='70000' must be at most 65535",
+        ),
         ({"VERTEXDIST_NPROC_PER_NODE": "0"}, "VERTEXDIST_NPROC_PER_NODE='0' must be at least 1"),
         ({"VERTEXDIST_NPROC_PER_NODE": "two"}, "VERTEXDIST_NPROC_PER_NODE='two' is not an integer"),
     ],

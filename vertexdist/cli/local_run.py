@@ -55,7 +55,8 @@ def _print_plan(plan_dict: dict[str, Any], as_json: bool) -> None:
         typer.echo(json.dumps(plan_dict, indent=2))
         return
     typer.echo(f"job {plan_dict['job_id']}  run folder {plan_dict['run_dir']}")
-    typer.echo(f"timeout {plan_dict['timeout_s']}s  job restarts allowed: {plan_dict['max_restarts']}")
+    timeout = "none" if plan_dict["timeout_s"] is None else f"{plan_dict['timeout_s']:g}s"
+    typer.echo(f"timeout {timeout}  job restarts allowed: {plan_dict['max_restarts']}")
     for replica in plan_dict["replicas"]:
         typer.echo(f"\n{replica['name']}  ({replica['kind']}, {replica['address']})")
         typer.echo(f"  argv: {shlex.join(replica['argv']) if replica['kind'] != 'standin' else '<stand-in>'}")
@@ -93,6 +94,15 @@ def _host_spec_for_build(t: JobTemplate) -> dict[str, Any]:
     )
 
 
+def make_run_dir(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot create the run folder {run_dir}: {exc.strerror or exc}", hint="pick another --out"
+        ) from exc
+
+
 def prepare_input(
     template: Path, *, out: Path | None, procs_per_replica: int | None, sdist_dir: Path | None
 ) -> LocalJobInput:
@@ -116,6 +126,8 @@ def prepare_input(
         procs_per_replica=procs_per_replica,
         default_output_uri=f"gs://vertexdist-local/{job_id}",
     )
+    if sdist_dir is None:  # a real run: its folder must be usable before anything is built into it
+        make_run_dir(run_dir)
     if t.build is not None:
         return LocalJobInput(_host_spec_for_build(t), None, None, ctx, run_dir)
     sdist = build_sdist(t.trainer, sdist_dir or run_dir / "package")
@@ -231,10 +243,15 @@ def local_run(
     grace: float = typer.Option(5.0, "--grace", min=0.0, help="Seconds between SIGTERM and SIGKILL on stop."),
 ) -> None:
     """Run every replica of TEMPLATE as a local process, with the environment Vertex gives them."""
-    from vertexdist.local.job import parse_duration
+    from vertexdist.local.job import JobSpecError, parse_duration
     from vertexdist.local.view import summary_lines
 
-    timeout_s = parse_duration(timeout) if timeout else None
+    try:
+        timeout_s = parse_duration(timeout) if timeout is not None else None
+    except JobSpecError as exc:
+        raise UsageError(f"--timeout: {exc.message}", hint=exc.hint) from exc
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder", hint="pass a folder for the run's files")
     if plan_only:
         # --plan starts and leaves nothing: its sdist (needed for the package URI) goes to a temporary folder.
         with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:
@@ -247,7 +264,6 @@ def local_run(
         raise UsageError(f"run folder {out} is not empty", hint="pick another --out, or remove it")
     job_input = prepare_input(template, out=out, procs_per_replica=procs_per_replica, sdist_dir=None)
     run_dir = job_input.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "job.json").write_text(json.dumps(job_input.spec, indent=2) + "\n")
     job, result = run_until_done(job_input, json_events=json_events, timeout_s=timeout_s, grace_s=grace)
 

@@ -32,10 +32,11 @@ _SCRUBBED = frozenset(
         "NODE_RANK",
         "GROUP_RANK",
         "ROLE_RANK",
-        "CUDA_VISIBLE_DEVICES",
         "PYTHONPATH",
     }
 )
+# CUDA_VISIBLE_DEVICES is not scrubbed: with GPUs every replica gets its own share (split_gpus), and without
+# any the user's value (say "" to keep a job on CPU) must hold, or every replica would see every GPU.
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,7 @@ class LocalJob:
         self._ended_at: float | None = None
         self._thread: threading.Thread | None = None
         self._live: dict[str, _Running] = {}  # the current attempt's processes
+        self._live_events: queue.Queue[str] = queue.Queue()  # where their exits are reported
         if self.plan is not None:
             self._init_replicas(self.plan)
 
@@ -287,7 +288,7 @@ class LocalJob:
         except Exception as exc:  # never leave a caller waiting, or processes running, if the supervisor dies
             if self._live:
                 with contextlib.suppress(Exception):
-                    self._stop_all(self._live, queue.Queue())
+                    self._stop_all(self._live, self._live_events)
             self._set_job(JobState.FAILED, error=JobError(CODE_INTERNAL, f"local backend error: {exc}"))
         finally:
             with self._lock:
@@ -368,7 +369,7 @@ class LocalJob:
     def _run_attempt(self, plan: LaunchPlan, attempt: int, deadline: float | None) -> _Outcome:
         events: queue.Queue[str] = queue.Queue()
         running: dict[str, _Running] = {}
-        self._live = running
+        self._live, self._live_events = running, events
         for launch in plan.replicas:
             run = self._start_replica(launch, attempt, events)
             running[launch.name] = run

@@ -227,9 +227,25 @@ class LiveView(View):
 
 
 def follow(job: LocalJob, view: View, events: queue.Queue[JobEvent], *, interval_s: float = 0.1) -> JobResult:
-    """Feed `view` with the job's events and new log lines until the job is done."""
+    """Feed `view` with the job's events and new log lines until the job is done.
+
+    If the view fails (stdout closed under `local-run ... | head`, say), the job is cancelled and waited for
+    before the error goes on: its replicas run in their own sessions and would otherwise outlive local-run.
+    """
     follower = LogFollower()
-    view.start()
+    try:
+        view.start()
+        _follow(job, view, events, follower, interval_s)
+    except BaseException:
+        job.cancel()
+        job.wait()
+        raise
+    return job.result()
+
+
+def _follow(
+    job: LocalJob, view: View, events: queue.Queue[JobEvent], follower: LogFollower, interval_s: float
+) -> None:
     try:
         while True:
             finished = job.done
@@ -249,7 +265,6 @@ def follow(job: LocalJob, view: View, events: queue.Queue[JobEvent], *, interval
             time.sleep(interval_s)
     finally:
         view.stop()
-    return job.result()
 
 
 def choose_view(job_id: str, run_dir: Path, *, json_events: bool, out: IO[str] | None = None) -> View:
