@@ -74,6 +74,8 @@ def resolve_target(
     if not chosen_project and require_project:
         raise UsageError("no Google Cloud project given", hint=NO_PROJECT_HINT)
     endpoint = _first(api_endpoint, env.get("VERTEX_API_ENDPOINT"))
+    if endpoint:
+        endpoint = check_endpoint(endpoint)
     chosen_transport = _first(transport, env.get("VERTEXDIST_API_TRANSPORT"))
     if chosen_transport is None:
         # The emulator speaks REST only; Vertex takes both, and gRPC is the SDK's default.
@@ -92,6 +94,27 @@ def resolve_target(
         api_transport=chosen_transport,
         storage_endpoint=env.get("STORAGE_EMULATOR_HOST") or None,
     )
+
+
+def check_endpoint(endpoint: str) -> str:
+    """The endpoint without surrounding space or a trailing slash; UsageError for one no client can use."""
+    scheme, sep, rest = endpoint.strip().rpartition("://")
+    rest = rest.rstrip("/")
+    host, _, port = rest.rpartition(":") if ":" in rest and not rest.endswith("]") else (rest, "", "")
+    problem = None
+    if sep and scheme not in ("http", "https"):
+        problem = f"scheme {scheme!r} is not http or https"
+    elif not host or "/" in rest:
+        problem = "expected [http://|https://]HOST[:PORT]"
+    elif port and not (port.isdigit() and 0 < int(port) < 65536):
+        problem = f"port {port!r} is not a port number"
+    if problem:
+        raise UsageError(
+            f"API endpoint {endpoint!r} is not usable: {problem}",
+            hint="use http://127.0.0.1:PORT for the emulator (what `vertexdist emulator start` prints),"
+            " or unset VERTEX_API_ENDPOINT / drop --endpoint for Vertex AI",
+        )
+    return f"{scheme}{sep}{rest}"
 
 
 def parse_job_name(name: str) -> dict[str, str] | None:

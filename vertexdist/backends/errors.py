@@ -45,12 +45,20 @@ def is_transient(exc: BaseException) -> bool:
     if status == 429:
         return not is_quota(message_of(exc))
     # Connection resets and timeouts before an answer (requests/urllib3/grpc raise these, not API errors).
-    return status is None and isinstance(exc, OSError)
+    # requests' InvalidURL and friends are OSErrors too, but also ValueErrors: a bad URL stays bad.
+    return status is None and isinstance(exc, OSError) and not isinstance(exc, ValueError)
 
 
-def hint_for(status: int | None, message: str, project: str, location: str) -> str:
-    if status == 400:
+def is_unreachable(exc: BaseException) -> bool:
+    """No answer at all: nothing listens at the endpoint, or the connection broke (not an API error)."""
+    return status_of(exc) is None and isinstance(exc, OSError)
+
+
+def hint_for(status: int | None, message: str, project: str, location: str, *, creating: bool = False) -> str:
+    if status == 400 and creating:
         return "Vertex refused the request as invalid; check the template with `vertexdist validate`"
+    if status == 400:
+        return "Vertex refused the request; its message above says why"
     if status == 401:
         return "sign in: gcloud auth application-default login"
     if status == 403:
@@ -70,9 +78,20 @@ def hint_for(status: int | None, message: str, project: str, location: str) -> s
     return "run again with --debug for details"
 
 
-def api_error(exc: BaseException, what: str, project: str, location: str) -> ApiCallError:
+def api_error(
+    exc: BaseException, what: str, project: str, location: str, *, endpoint: str | None = None
+) -> ApiCallError:
     """A user-facing error for a failed call: the server's own message first, then what to do."""
     status = status_of(exc)
     message = message_of(exc)
     prefix = f"{what} failed" + (f" ({status})" if status else "")
-    return ApiCallError(f"{prefix}: {message}", hint_for(status, message, project, location), status)
+    if endpoint and is_unreachable(exc):
+        hint = (
+            f"nothing answers at {endpoint}: start the emulator (vertexdist emulator start) and set"
+            " VERTEX_API_ENDPOINT to the address it prints, or unset it to use Vertex AI"
+            if endpoint.startswith("http://")
+            else f"check the network and the endpoint {endpoint}"
+        )
+    else:
+        hint = hint_for(status, message, project, location, creating=what.startswith("creating"))
+    return ApiCallError(f"{prefix}: {message}", hint, status)

@@ -154,7 +154,9 @@ class VertexBackend:
                 if status_of(exc) is None and not isinstance(exc, OSError):
                     raise  # not an answer from the service: a bug, shown as one
                 if not is_transient(exc) or attempt == len(delays):
-                    raise api_error(exc, what, self.target.project, self.target.location) from exc
+                    raise api_error(
+                        exc, what, self.target.project, self.target.location, endpoint=self.target.endpoint
+                    ) from exc
                 self._sleep(delays[attempt])
                 if on_retry is not None:
                     found = on_retry()

@@ -1,12 +1,14 @@
 """A local Cloud Storage: gcp-storage-emulator (maintained, on PyPI) run in-process on loopback.
 
 Clients reach it with `STORAGE_EMULATOR_HOST=http://127.0.0.1:<port>`; google-cloud-storage then uses
-anonymous credentials by itself. Its server thread is not a daemon, so `stop()` must always run.
+anonymous credentials by itself. Its server thread is not a daemon and `start()` waits forever if its port is
+taken, so `start()` checks the port first and makes the thread a daemon (a missed `stop()` cannot hang exit).
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,6 +22,20 @@ LOOPBACK = "127.0.0.1"
 
 class StorageError(VertexdistError):
     """An object could not be read from the emulated bucket."""
+
+
+def check_port_free(port: int, flag: str) -> None:
+    """A clear error, before any server starts, when a fixed loopback port is taken."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the servers do (http.server sets allow_reuse_address), so TIME_WAIT sockets do not count.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError as exc:
+            raise VertexdistError(
+                f"port {port} on {LOOPBACK} is not available: {exc.strerror}",
+                hint=f"pick another {flag}, or 0 for any free port",
+            ) from None
 
 
 def split_gs_uri(uri: str) -> tuple[str, str]:
@@ -45,10 +61,19 @@ class StorageEmulator:
             in_memory=data_dir is None,
             data_dir=str(Path(data_dir).resolve()) if data_dir is not None else None,
         )
+        self._port = port
         self._started = False
 
     def start(self) -> None:
-        self._server.start()
+        api = self._server._api
+        if self._port:
+            check_port_free(self._port, "--gcs-port")
+        api.daemon = True
+        api.start()
+        # The library's start() waits for a flag a failed bind never sets: wait for it or the thread's end.
+        while not api.is_running.wait(0.05):
+            if not api.is_alive():
+                raise StorageError(f"the Cloud Storage emulator could not listen on {LOOPBACK}:{self._port}")
         self._started = True
 
     def stop(self) -> None:

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.emulator.wire import encode_enums
+from vertexdist.errors import VertexdistError
 
 LOOPBACK = "127.0.0.1"
 _RESOURCE = re.compile(
@@ -107,6 +108,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, answer)
         except ApiError as error:
             self._error(error)
+        except ConnectionError:
+            raise  # the client went away; nobody to answer
+        except Exception as exc:  # an answer, not a dropped connection that clients would retry
+            BaseHTTPRequestHandler.log_message(self, "internal error on %s %s: %r", verb, path, exc)
+            self._error(ApiError(500, "INTERNAL", f"the emulator failed: {type(exc).__name__}: {exc}"))
 
     @staticmethod
     def _method(verb: str, ident: str | None, cancel: str | None) -> str:
@@ -142,7 +148,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._body()
             service.cancel(name)
             return {}
-        page_size = int(query.get("pageSize") or 0)
+        try:
+            page_size = int(query.get("pageSize") or 0)
+        except ValueError:
+            raise ApiError.invalid(f"pageSize {query['pageSize']!r} is not a number") from None
         items, token = service.list(
             parent, collection, query.get("filter", ""), page_size, query.get("pageToken", "")
         )
@@ -174,7 +183,13 @@ class VertexHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, service: EmulatorService, port: int = 0, *, verbose: bool = False) -> None:
         # Loopback only: the emulator runs arbitrary commands it is sent, so it must never face a network.
-        super().__init__((LOOPBACK, port), _Handler)
+        try:
+            super().__init__((LOOPBACK, port), _Handler)
+        except OSError as exc:
+            raise VertexdistError(
+                f"the Vertex API emulator cannot listen on {LOOPBACK}:{port}: {exc.strerror}",
+                hint="pick another --port, or 0 for any free port",
+            ) from None
         self.service = service
         self.faults = FaultPlan()
         self.verbose = verbose

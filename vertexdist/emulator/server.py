@@ -74,20 +74,29 @@ class Emulator:
         assert self.data_dir is not None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_data_dir(self.data_dir)
-        self.storage = StorageEmulator(
-            port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
-        )
-        if runner is None:
-            from vertexdist.emulator.local_runner import LocalBackendRunner
-
-            runner = LocalBackendRunner(
-                package_cache=self.data_dir / "package-cache", procs_per_replica=procs_per_replica
+        service: EmulatorService | None = None
+        try:
+            self.storage = StorageEmulator(
+                port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
             )
-        self.store = JobStore(self.data_dir if data_dir else None)
-        self.service = EmulatorService(
-            self.store, runner, work_dir=self.data_dir, fetch_package=self._fetch, hold_get_s=hold_get_s
-        )
-        self.http = VertexHTTPServer(self.service, port, verbose=verbose)
+            if runner is None:
+                from vertexdist.emulator.local_runner import LocalBackendRunner
+
+                runner = LocalBackendRunner(
+                    package_cache=self.data_dir / "package-cache", procs_per_replica=procs_per_replica
+                )
+            self.store = JobStore(self.data_dir if data_dir else None)
+            service = EmulatorService(
+                self.store, runner, work_dir=self.data_dir, fetch_package=self._fetch, hold_get_s=hold_get_s
+            )
+            self.service = service
+            self.http = VertexHTTPServer(self.service, port, verbose=verbose)
+        except BaseException:
+            # E.g. the port is taken: leave no supervisor thread, data-folder lock or temporary folder behind.
+            if service is not None:
+                service.close()
+            self._release()
+            raise
         self._running = False
 
     def _fetch(self, uri: str, folder: Path) -> Path:
@@ -107,11 +116,11 @@ class Emulator:
         return self.storage.endpoint
 
     def start(self) -> Emulator:
-        self.storage.start()
         try:
+            self.storage.start()
             self.http.start()
         except BaseException:
-            self.storage.stop()
+            self.stop()
             raise
         self._running = True
         return self
@@ -124,9 +133,12 @@ class Emulator:
         finally:
             self.storage.stop()
             self._running = False
-            self._lock.close()
-            if self._temp is not None:
-                shutil.rmtree(self._temp, ignore_errors=True)
+            self._release()
+
+    def _release(self) -> None:
+        self._lock.close()
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
 
     def __enter__(self) -> Emulator:
         return self.start()

@@ -7,6 +7,7 @@ resumed (its replica processes died with it), so loading marks it FAILED and say
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -66,9 +67,17 @@ class JobStore:
         path = self._path(resource["name"])
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(resource, handle, indent=1, sort_keys=True)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                json.dump(resource, handle, indent=1, sort_keys=True)
+                # On disk before the rename: a machine crash must not leave an empty file under the real name.
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     def _load(self) -> None:
         assert self._data_dir is not None
