@@ -242,3 +242,16 @@ def test_dry_run_and_help_never_load_the_sdk(write_template: Any) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "HEAVY []" in result.stdout
+
+
+def test_a_bare_id_finds_a_custom_job_too(emu: Emulator, cli: Any, job_client: Any, pool: Any) -> None:
+    from google.cloud.aiplatform_v1 import CustomJob
+
+    job = CustomJob(display_name="sdk-made", job_spec={"worker_pool_specs": [pool("print('hi')")]})
+    created = job_client.create_custom_job(parent="projects/test-proj/locations/us-central1", custom_job=job)
+    bare_id = created.name.rsplit("/", 1)[1]
+    code, out, err = cli("status", bare_id, "--project", "test-proj", "--json")
+    assert code in (0, 1), err
+    assert json.loads(out)["name"] == created.name
+    code, _, err = cli("status", "4242", "--project", "test-proj")
+    assert code == 1 and "trainingPipelines/4242" in err and "(404)" in err

@@ -62,7 +62,29 @@ def job_backend(
     if parts:
         project, location = parts["project"], parts["location"]
     backend = project_backend(project, location, endpoint, transport)
-    return backend, job_name(job, backend.target)
+    name = job_name(job, backend.target)
+    if not parts:
+        name = _pipeline_or_custom_job(backend, name)
+    return backend, name
+
+
+def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
+    """A bare id names a TrainingPipeline (what submit makes) or, failing that, a CustomJob (what the SDK's
+    CustomJob makes, and what `list` shows beside pipelines)."""
+    from vertexdist.backends.errors import ApiCallError
+
+    try:
+        backend.describe(pipeline_name)
+    except ApiCallError as exc:
+        if exc.status != 404:
+            raise
+        custom_job = pipeline_name.replace("/trainingPipelines/", "/customJobs/")
+        try:
+            backend.describe(custom_job)
+        except ApiCallError:
+            raise exc from None
+        return custom_job
+    return pipeline_name
 
 
 def status_lines(status: JobStatus) -> list[str]:
