@@ -9,12 +9,16 @@ explicit machine type (the SDK sends `machine_type: null` and runs the training 
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import re
 from typing import Any
 
 from vertexdist.spec.durations import format_duration
 from vertexdist.spec.models import BUNDLED_TRAINER, SCRIPT_PACKAGE, JobTemplate
 
+REQUEST_HASH_LABEL = "vertexdist-request"
 TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
 PENDING = "<pending>"
 # The SDK's reduction pool disk (worker_spec_utils._WorkerPoolSpec defaults).
@@ -151,16 +155,31 @@ def render_job_spec(
 def render_request(
     t: JobTemplate, *, package_uri: str | None = None, image_uri: str | None = None
 ) -> dict[str, Any]:
-    """The exact REST body of PipelineService.CreateTrainingPipeline, as `CustomTrainingJob.run()` makes."""
-    return {
+    """The exact REST body of PipelineService.CreateTrainingPipeline, as `CustomTrainingJob.run()` makes.
+
+    Its `vertexdist-request` label is a hash of the rest of the body, so the server can tell a second
+    submit of the very same request (a label filter) before it creates a duplicate.
+    """
+    labels: dict[str, str] = dict(t.labels)
+    request: dict[str, Any] = {
         "parent": f"projects/{t.project}/locations/{t.location}",
         "trainingPipeline": {
             "displayName": t.display_name,
             "trainingTaskDefinition": TRAINING_TASK_DEFINITION,
             "trainingTaskInputs": render_job_spec(t, package_uri=package_uri, image_uri=image_uri),
-            "labels": dict(t.labels),
+            "labels": labels,
         },
     }
+    labels[REQUEST_HASH_LABEL] = request_hash(request)
+    return request
+
+
+def request_hash(request: dict[str, Any]) -> str:
+    """A label-safe hash (lowercase hex, 16 chars) of a request, ignoring its own hash label."""
+    body = copy.deepcopy(request)
+    body.get("trainingPipeline", {}).get("labels", {}).pop(REQUEST_HASH_LABEL, None)
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def is_secret_name(name: str) -> bool:

@@ -255,3 +255,13 @@ def test_a_bare_id_finds_a_custom_job_too(emu: Emulator, cli: Any, job_client: A
     assert json.loads(out)["name"] == created.name
     code, _, err = cli("status", "4242", "--project", "test-proj")
     assert code == 1 and "trainingPipelines/4242" in err and "(404)" in err
+
+
+def test_render_request_and_submit_dry_run_print_the_same_request(cli: Any, write_template: Any) -> None:
+    path = write_template("print('same')\n", name="same-request")
+    code, dry_run, _ = cli("submit", str(path), "--dry-run")
+    assert code == 0
+    code, rendered, _ = cli("render", str(path), "--request", "--format", "json")
+    assert code == 0
+    assert json.loads(dry_run) == json.loads(rendered)
+    assert json.loads(rendered)["trainingPipeline"]["labels"]["vertexdist-request"]

@@ -9,10 +9,12 @@ import pytest
 
 from vertexdist.render import (
     MASK,
+    REQUEST_HASH_LABEL,
     TRAINING_TASK_DEFINITION,
     mask_secrets,
     render_job_spec,
     render_request,
+    request_hash,
 )
 from vertexdist.spec import JobTemplate
 
@@ -161,9 +163,11 @@ def test_request_wraps_the_spec_like_the_sdk() -> None:
             "displayName": "test-job",
             "trainingTaskDefinition": TRAINING_TASK_DEFINITION,
             "trainingTaskInputs": render_job_spec(t, package_uri="gs://bkt/p.tar.gz"),
-            "labels": {"team": "ml"},
+            "labels": {"team": "ml", REQUEST_HASH_LABEL: request_hash(request)},
         },
     }
+    other = render_request(t, package_uri="gs://bkt/q.tar.gz")
+    assert other["trainingPipeline"]["labels"][REQUEST_HASH_LABEL] != request_hash(request)
 
 
 def test_render_is_deterministic(build_template: BuildTemplate) -> None:
