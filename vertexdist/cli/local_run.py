@@ -28,6 +28,7 @@ from vertexdist.local.environment import JobContext
 from vertexdist.local.runner import JobEvent, JobResult, JobState, LocalJob
 
 if TYPE_CHECKING:
+    from vertexdist.container.ensure import BuildPlan
     from vertexdist.spec.models import JobTemplate
 
 RUNS_DIR = Path(".vertexdist/runs")
@@ -65,6 +66,15 @@ def _print_plan(plan_dict: dict[str, Any], as_json: bool) -> None:
         typer.echo("  env:")
         for key, value in sorted(replica["env"].items()):
             typer.echo(f"    {key}={value}")
+        if replica.get("stop_argv"):
+            typer.echo(f"  stop: {shlex.join(replica['stop_argv'])}")
+    docker = plan_dict.get("docker")
+    if docker:
+        typer.echo(f"\nimage {docker['image']} (built from the context unless the daemon has it)")
+        for argv in docker["setup"]:
+            typer.echo(f"before: {shlex.join(argv)}")
+        for argv in docker["teardown"]:
+            typer.echo(f"after:  {shlex.join(argv)}")
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,8 @@ class LocalJobInput:
     sdist: Path | None
     ctx: JobContext
     run_dir: Path
+    # Set for `--docker`: the image to build (or find) and run the replicas in.
+    image_build: BuildPlan | None = None
 
 
 def _host_spec_for_build(t: JobTemplate) -> dict[str, Any]:
@@ -94,6 +106,34 @@ def _host_spec_for_build(t: JobTemplate) -> dict[str, Any]:
     )
 
 
+def _docker_spec_for_build(t: JobTemplate) -> tuple[dict[str, Any], BuildPlan]:
+    """A `build` template's job as Vertex runs it (its image pools on the built image), and the build."""
+    from vertexdist.container.ensure import plan_build
+    from vertexdist.render import render_job_spec
+
+    image_build = plan_build(t)
+    return render_job_spec(t, image_uri=image_build.image_uri), image_build
+
+
+def require_docker(t: JobTemplate, *, need_daemon: bool) -> None:
+    """`--docker` needs a template with an image to build and, to run, a Docker daemon that answers."""
+    if t.build is None:
+        where = f" {t.source_path}" if t.source_path else ""
+        raise UsageError(
+            f"--docker runs the replicas in the template's image, but the template{where} has no "
+            "`build` section",
+            hint="drop --docker to run the replicas on the host, or add a `build` section",
+        )
+    if need_daemon:
+        from vertexdist.container.docker import docker_daemon_answers
+
+        if not docker_daemon_answers():
+            raise UsageError(
+                "--docker needs a Docker daemon, and none answers (`docker version` reached no server)",
+                hint="start Docker, or drop --docker: without it the replicas run on the host",
+            )
+
+
 def make_run_dir(run_dir: Path) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -104,7 +144,12 @@ def make_run_dir(run_dir: Path) -> None:
 
 
 def prepare_input(
-    template: Path, *, out: Path | None, procs_per_replica: int | None, sdist_dir: Path | None
+    template: Path,
+    *,
+    out: Path | None,
+    procs_per_replica: int | None,
+    sdist_dir: Path | None,
+    docker: bool = False,
 ) -> LocalJobInput:
     """Load, package and render the template the way submit does (same CustomJobSpec, same sdist).
 
@@ -116,6 +161,8 @@ def prepare_input(
     from vertexdist.spec import load_template
 
     t = load_template(template)
+    if docker:  # before anything is made: a plan (sdist_dir set) starts nothing, so needs no daemon
+        require_docker(t, need_daemon=sdist_dir is None)
     job_id = new_job_id()
     run_dir = (out or RUNS_DIR / job_id).resolve()
     ctx = JobContext(
@@ -128,6 +175,9 @@ def prepare_input(
     )
     if sdist_dir is None:  # a real run: its folder must be usable before anything is built into it
         make_run_dir(run_dir)
+    if docker:
+        spec, image_build = _docker_spec_for_build(t)
+        return LocalJobInput(spec, None, None, ctx, run_dir, image_build)
     if t.build is not None:
         return LocalJobInput(_host_spec_for_build(t), None, None, ctx, run_dir)
     sdist = build_sdist(t.trainer, sdist_dir or run_dir / "package")
@@ -141,6 +191,23 @@ def show_plan(job_input: LocalJobInput, *, timeout_s: float | None, as_json: boo
     from vertexdist.local.job import parse_job_spec
     from vertexdist.local.ports import reserved_ports
 
+    if job_input.image_build is not None:
+        from vertexdist.container.docker_job import caller_user, docker_job_plan
+        from vertexdist.local.gpus import host_gpus
+
+        docker_plan = docker_job_plan(
+            job_input.spec,
+            job_input.ctx,
+            image_uri=job_input.image_build.image_uri,
+            run_dir=job_input.run_dir,
+            host_gpus=host_gpus(),
+            run_as=caller_user(),
+        )
+        plan_dict = docker_plan.to_dict(mask=_mask_env)
+        if timeout_s is not None:
+            plan_dict["timeout_s"] = timeout_s
+        _print_plan(plan_dict, as_json)
+        return
     count = len(replica_slots(parse_job_spec(job_input.spec)))
     with reserved_ports(count) as ports:
         plan = prepare_plan(
@@ -173,16 +240,31 @@ def run_until_done(
         return job_input.sdist
 
     events: queue.Queue[JobEvent] = queue.Queue()
-    job = start_job(
-        job_input.spec,
-        job_input.ctx,
-        run_dir=job_input.run_dir,
-        fetch_package=fetch_package,
-        cache_dir=PACKAGE_CACHE.resolve(),
-        on_event=events.put,
-        grace_s=grace_s,
-        timeout_s=timeout_s,
-    )
+    if job_input.image_build is not None:
+        from vertexdist.container.docker_job import start_docker_job
+        from vertexdist.local.gpus import host_gpus
+
+        job = start_docker_job(
+            job_input.spec,
+            job_input.ctx,
+            job_input.image_build,
+            run_dir=job_input.run_dir,
+            host_gpus=host_gpus(),
+            on_event=events.put,
+            grace_s=grace_s,
+            timeout_s=timeout_s,
+        )
+    else:
+        job = start_job(
+            job_input.spec,
+            job_input.ctx,
+            run_dir=job_input.run_dir,
+            fetch_package=fetch_package,
+            cache_dir=PACKAGE_CACHE.resolve(),
+            on_event=events.put,
+            grace_s=grace_s,
+            timeout_s=timeout_s,
+        )
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         job.cancel()
@@ -241,6 +323,11 @@ def local_run(
         help="Stop the job after this long (3600, 3600s, 90m, 24h). Default: the template's.",
     ),
     grace: float = typer.Option(5.0, "--grace", min=0.0, help="Seconds between SIGTERM and SIGKILL on stop."),
+    docker: bool = typer.Option(
+        False,
+        "--docker",
+        help="Run each replica of a `build` template as a container of its image (needs a Docker daemon).",
+    ),
 ) -> None:
     """Run every replica of TEMPLATE as a local process, with the environment Vertex gives them."""
     from vertexdist.local.job import JobSpecError, parse_duration
@@ -256,13 +343,19 @@ def local_run(
         # --plan starts and leaves nothing: its sdist (needed for the package URI) goes to a temporary folder.
         with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:
             job_input = prepare_input(
-                template, out=out, procs_per_replica=procs_per_replica, sdist_dir=Path(scratch)
+                template,
+                out=out,
+                procs_per_replica=procs_per_replica,
+                sdist_dir=Path(scratch),
+                docker=docker,
             )
             show_plan(job_input, timeout_s=timeout_s, as_json=json_events)
         return
     if out is not None and out.exists() and any(out.iterdir()):
         raise UsageError(f"run folder {out} is not empty", hint="pick another --out, or remove it")
-    job_input = prepare_input(template, out=out, procs_per_replica=procs_per_replica, sdist_dir=None)
+    job_input = prepare_input(
+        template, out=out, procs_per_replica=procs_per_replica, sdist_dir=None, docker=docker
+    )
     run_dir = job_input.run_dir
     (run_dir / "job.json").write_text(json.dumps(job_input.spec, indent=2) + "\n")
     job, result = run_until_done(job_input, json_events=json_events, timeout_s=timeout_s, grace_s=grace)

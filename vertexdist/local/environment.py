@@ -86,6 +86,19 @@ def cluster_addresses(job: JobSpec, ports: Sequence[int], host: str = LOOPBACK) 
     return cluster
 
 
+# Vertex gives every replica its own VM and names it `workerpoolP-I:2222` in CLUSTER_SPEC
+# (reference/vertex.md §1); containers on one user-defined network can do the same.
+VERTEX_CLUSTER_PORT = 2222
+
+
+def hostname_cluster_addresses(job: JobSpec, port: int = VERTEX_CLUSTER_PORT) -> dict[str, list[str]]:
+    """Pool name -> `workerpoolP-I:port` per replica: addresses for replicas that each have a host name."""
+    cluster: dict[str, list[str]] = {}
+    for slot in replica_slots(job):
+        cluster.setdefault(slot.pool.name, []).append(f"{slot.name}:{port}")
+    return cluster
+
+
 def procs_per_node(pool: PoolSpec, procs_per_replica: int | None) -> int:
     """One process per GPU of the pool's machine, unless the user scales it down (or up) explicitly."""
     if procs_per_replica is not None:

@@ -121,7 +121,7 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(str(item) for item in value)
 
 
-def _parse_pool(index: int, raw: Mapping[str, Any]) -> PoolSpec | None:
+def _parse_pool(index: int, raw: Mapping[str, Any], require_command: bool = True) -> PoolSpec | None:
     where = f"workerPoolSpecs[{index}]"
     replicas = int(_get(raw, "replicaCount", 0) or 0)
     if not raw or replicas <= 0:
@@ -159,7 +159,7 @@ def _parse_pool(index: int, raw: Mapping[str, Any]) -> PoolSpec | None:
         command = _strings(_get(container, "command"), f"{where}.containerSpec.command")
         if index == 2 and REDUCTION_SERVER_IMAGE_MARK in image:
             return PoolSpec(kind="reduction_server", image_uri=image, **common)
-        if not command:
+        if not command and require_command:
             raise JobSpecError(
                 f"{where}.containerSpec ({image or 'no image'}) has no command",
                 hint="locally a container pool runs its command+args on the host; set containerSpec.command",
@@ -175,8 +175,12 @@ def _parse_pool(index: int, raw: Mapping[str, Any]) -> PoolSpec | None:
     raise JobSpecError(f"{where}: needs a pythonPackageSpec or a containerSpec")
 
 
-def parse_job_spec(spec: Mapping[str, Any]) -> JobSpec:
-    """The typed job from a CustomJobSpec dict; raises JobSpecError naming the field that is wrong."""
+def parse_job_spec(spec: Mapping[str, Any], *, require_command: bool = True) -> JobSpec:
+    """The typed job from a CustomJobSpec dict; raises JobSpecError naming the field that is wrong.
+
+    `require_command=False` accepts container pools without a command: in a container the image's
+    ENTRYPOINT runs, as on Vertex (`local-run --docker`); on the host there is nothing to run.
+    """
     raw_pools = _get(spec, "workerPoolSpecs")
     if isinstance(raw_pools, Mapping):  # gcloud's single-pool shorthand (reference/vertex.md §5.1)
         raw_pools = [raw_pools]
@@ -185,7 +189,9 @@ def parse_job_spec(spec: Mapping[str, Any]) -> JobSpec:
     if len(raw_pools) > len(POOL_ROLES):
         raise JobSpecError(f"the job has {len(raw_pools)} worker pools; Vertex allows at most 4")
     pools = tuple(
-        pool for index, raw in enumerate(raw_pools) if (pool := _parse_pool(index, raw or {})) is not None
+        pool
+        for index, raw in enumerate(raw_pools)
+        if (pool := _parse_pool(index, raw or {}, require_command)) is not None
     )
     chief = next((pool for pool in pools if pool.index == 0), None)
     if chief is None:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from vertexdist.local.environment import (
     JobContext,
     cluster_addresses,
+    hostname_cluster_addresses,
     replica_env,
     replica_slots,
     split_gpus,
@@ -23,6 +24,9 @@ from vertexdist.local.job import JobSpec, JobSpecError, PoolSpec
 DEFAULT_MAX_RESTARTS = 3
 
 ReplicaKind = Literal["trainer", "container", "standin"]
+# How replicas reach each other: `loopback` gives each a free 127.0.0.1 port (processes on this host);
+# `hostnames` names each `workerpoolP-I:2222` as Vertex does (one container per replica on a shared network).
+Addressing = Literal["loopback", "hostnames"]
 
 # Holds a reduction server's place in the cluster: listens on its address (so the port stays taken, as the
 # real server's would be) and ends cleanly when the job stops it.
@@ -52,6 +56,9 @@ class ReplicaLaunch:
     cwd: Path
     log_path: Path
     address: str
+    # Run once the replica's process group is gone, to end what it started outside that group: a `docker
+    # run` client killed after its grace period leaves its container running until `docker rm -f`.
+    stop_argv: tuple[str, ...] = ()
 
     @property
     def is_training(self) -> bool:
@@ -86,6 +93,7 @@ class LaunchPlan:
                     "cwd": str(r.cwd),
                     "log": str(r.log_path),
                     "env": dict(mask(dict(r.env)) if mask else r.env),
+                    **({"stop_argv": list(r.stop_argv)} if r.stop_argv else {}),
                 }
                 for r in self.replicas
             ],
@@ -112,12 +120,14 @@ def build_plan(
     package_dirs: Mapping[str, str],
     host_gpus: Sequence[str] = (),
     max_restarts: int = DEFAULT_MAX_RESTARTS,
+    addressing: Addressing = "loopback",
 ) -> LaunchPlan:
     """The plan for `job`: one launch per replica, ports in replica order (pools 0..3, index within pool).
 
     `package_dirs` maps each packageUri to the folder it is installed in (it goes on PYTHONPATH).
+    With `addressing="hostnames"` the cluster is `workerpoolP-I:2222` and `ports` is not used.
     """
-    cluster = cluster_addresses(job, ports)
+    cluster = hostname_cluster_addresses(job) if addressing == "hostnames" else cluster_addresses(job, ports)
     gpus = split_gpus(job, host_gpus, ctx.procs_per_replica)
     launches: list[ReplicaLaunch] = []
     for slot in replica_slots(job):

@@ -151,6 +151,23 @@ def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+STOP_COMMAND_TIMEOUT_S = 60.0
+
+
+def _run_stop_command(launch: ReplicaLaunch) -> None:
+    """A replica's stop command; its failure is expected and silent when there is nothing left to stop
+    (`docker rm -f` of a container that `--rm` already removed)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            list(launch.stop_argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=STOP_COMMAND_TIMEOUT_S,
+            check=False,
+        )
+
+
 class LocalJob:
     """One job's replica processes under Vertex's job semantics. Thread-safe reads; `start()` returns at once.
 
@@ -443,6 +460,15 @@ class LocalJob:
         _signal_group(run.pgid, signal.SIGTERM)
 
     def _stop_all(self, running: dict[str, _Running], events: queue.Queue[str]) -> None:
+        """Stop every process group of the job, then run the replicas' stop commands (e.g. `docker rm -f`)."""
+        try:
+            self._stop_groups(running, events)
+        finally:
+            for run in running.values():
+                if run.launch.stop_argv:
+                    _run_stop_command(run.launch)
+
+    def _stop_groups(self, running: dict[str, _Running], events: queue.Queue[str]) -> None:
         """SIGTERM every process group of the job, wait up to the grace period, then SIGKILL what is left."""
         for run in running.values():
             if not run.done:

@@ -1,0 +1,234 @@
+"""`vertexdist local-run TEMPLATE --docker`: every replica of a `build` template as a container of its image.
+
+The replicas share one user-defined bridge network named after the job, where each container's host name is
+its replica name (`workerpool0-0`), so CLUSTER_SPEC, TF_CONFIG and MASTER_ADDR name `workerpoolP-I:2222` as
+on Vertex (reference/vertex.md §1). The run folder's `gcs/` is mounted at `/vertexdist/gcs`, where the
+replicas' VERTEXDIST_GCS_ROOT points. Reduction-server replicas run the local stand-in inside the job's
+image (the real reduction-server image needs GPUs and Google's NCCL plugin), so their host names resolve.
+
+`docker_job_plan` is pure (what `--plan --docker` prints, no daemon needed); `start_docker_job` is the edge:
+build the image unless its tag is present, create the network, run the plan with the local runner (which
+ends each container with `docker rm --force` when it stops the job), and remove the network at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from vertexdist.container.docker import (
+    DockerCliRunner,
+    docker_gpus_value,
+    docker_image_exists_locally,
+    docker_network_create_argv,
+    docker_network_rm_argv,
+    docker_rm_force_argv,
+    docker_run_argv,
+)
+from vertexdist.container.ensure import BuildPlan
+from vertexdist.errors import VertexdistError
+from vertexdist.local.environment import VERTEX_CLUSTER_PORT, JobContext, replica_slots
+from vertexdist.local.job import parse_job_spec
+from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, STANDIN_CODE, LaunchPlan, build_plan
+from vertexdist.local.runner import DEFAULT_GRACE_S, DEFAULT_SETTLE_S, JobEvent, LocalJob
+
+CONTAINER_GCS_ROOT = "/vertexdist/gcs"
+
+
+@dataclass(frozen=True)
+class DockerJobPlan:
+    """The containers of one job and the network around them; nothing started yet."""
+
+    image_uri: str
+    network: str
+    launch: LaunchPlan
+    setup: tuple[tuple[str, ...], ...]
+    teardown: tuple[tuple[str, ...], ...]
+
+    def to_dict(self, mask: Any = None) -> dict[str, Any]:
+        return {
+            **self.launch.to_dict(mask=mask),
+            "docker": {
+                "image": self.image_uri,
+                "network": self.network,
+                "setup": [list(argv) for argv in self.setup],
+                "teardown": [list(argv) for argv in self.teardown],
+            },
+        }
+
+
+def container_name(job_id: str, replica: str) -> str:
+    return f"{job_id}-{replica}"
+
+
+def caller_user() -> str:
+    """`UID:GID` of this process: replicas writing the mounted run folder leave files the caller owns."""
+    return f"{os.getuid()}:{os.getgid()}"
+
+
+def docker_job_plan(
+    spec: Mapping[str, Any],
+    ctx: JobContext,
+    *,
+    image_uri: str,
+    run_dir: Path,
+    host_gpus: Sequence[str] = (),
+    max_restarts: int = DEFAULT_MAX_RESTARTS,
+    docker: str = "docker",
+    run_as: str | None = None,
+) -> DockerJobPlan:
+    """One `docker run` per replica (pure): Vertex's addresses by host name, the gcs root mounted, each
+    replica's share of the host GPUs given with `--gpus` (inside, the container numbers them from 0);
+    `run_as` (`UID:GID`, see `caller_user`) is the user the replicas run as."""
+    job = parse_job_spec(spec, require_command=False)
+    for pool in job.pools:
+        if pool.kind == "python_package":
+            raise VertexdistError(
+                f"{pool.name} runs a Python package, which --docker cannot run in a container",
+                hint="drop --docker to run the job's replicas on the host",
+            )
+    network = ctx.job_id
+    inside = build_plan(
+        job,
+        replace(ctx, gcs_root=CONTAINER_GCS_ROOT),
+        ports=(),
+        run_dir=run_dir,
+        python="python",
+        package_dirs={},
+        host_gpus=host_gpus,
+        max_restarts=max_restarts,
+        addressing="hostnames",
+    )
+    launches = []
+    for launch, slot in zip(inside.replicas, replica_slots(job), strict=True):
+        env = dict(launch.env)
+        devices = env.pop("CUDA_VISIBLE_DEVICES", None)
+        env["PYTHONUNBUFFERED"] = "1"
+        command: tuple[str, ...]
+        if slot.pool.kind == "reduction_server":
+            image, command = image_uri, ("python", "-c", STANDIN_CODE)
+            args: tuple[str, ...] = ("0.0.0.0", str(VERTEX_CLUSTER_PORT), slot.name)
+        else:
+            image, command, args = slot.pool.image_uri or image_uri, slot.pool.command, slot.pool.args
+        name = container_name(ctx.job_id, slot.name)
+        argv = docker_run_argv(
+            image,
+            name=name,
+            network=network,
+            hostname=slot.name,
+            env=env,
+            command=command or None,
+            args=args,
+            gpus=docker_gpus_value(devices) if devices else None,
+            mounts=[(ctx.gcs_root, CONTAINER_GCS_ROOT)],
+            docker=docker,
+            init=True,
+            env_from_client=True,
+            # The image's own user would write the mounted run folder as another uid than the caller's.
+            user=run_as,
+        )
+        launches.append(
+            replace(
+                launch,
+                kind="container",
+                argv=tuple(argv),
+                env=env,
+                stop_argv=tuple(docker_rm_force_argv(name, docker=docker)),
+            )
+        )
+    return DockerJobPlan(
+        image_uri=image_uri,
+        network=network,
+        launch=replace(inside, replicas=tuple(launches)),
+        setup=(tuple(docker_network_create_argv(network, docker=docker)),),
+        teardown=(tuple(docker_network_rm_argv(network, docker=docker)),),
+    )
+
+
+def ensure_local_image(plan: BuildPlan, runner: DockerCliRunner, *, docker: str = "docker") -> bool:
+    """Build the image from the deterministic context unless the daemon has its tag; True if built."""
+    from vertexdist.container.context import ContextError, write_context_tar
+
+    if docker_image_exists_locally(plan.image_uri, docker=docker):
+        return False
+    with tempfile.TemporaryDirectory(prefix="vertexdist-context-") as tmp:
+        tar_path = Path(tmp) / f"{plan.content_hash}.tar.gz"
+        with open(tar_path, "wb") as out:
+            written = write_context_tar(plan.context, out, plan.build_args)
+        if written != plan.content_hash:
+            raise ContextError(
+                "files in the build context changed while it was being packed",
+                hint="run local-run again once nothing writes into the context folder",
+            )
+        runner.build(tar_path, plan.image_uri, plan.context.dockerfile, plan.build_args)
+    return True
+
+
+def _run_docker(argv: Sequence[str], log: Callable[[str], None]) -> subprocess.CompletedProcess[str]:
+    log("$ " + " ".join(argv))
+    result = subprocess.run(list(argv), capture_output=True, text=True, timeout=120, check=False)
+    for line in (result.stdout + result.stderr).splitlines():
+        log(line)
+    return result
+
+
+def start_docker_job(
+    spec: Mapping[str, Any],
+    ctx: JobContext,
+    image_build: BuildPlan,
+    *,
+    run_dir: Path,
+    host_gpus: Sequence[str] = (),
+    on_event: Callable[[JobEvent], None] | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+    settle_s: float = DEFAULT_SETTLE_S,
+    timeout_s: float | None = None,
+    docker: str = "docker",
+) -> LocalJob:
+    """Start the job's containers and return at once. While the job is PENDING the image is built (its
+    output in `logs/build.log`) and the network created; a failure there fails the job with the reason."""
+    build_log = run_dir / "logs" / "build.log"
+    created: list[str] = []
+
+    def log(line: str) -> None:
+        with open(build_log, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+    def prepare() -> LaunchPlan:
+        build_log.parent.mkdir(parents=True, exist_ok=True)
+        plan = docker_job_plan(
+            spec,
+            ctx,
+            image_uri=image_build.image_uri,
+            run_dir=run_dir,
+            host_gpus=host_gpus,
+            docker=docker,
+            run_as=caller_user(),
+        )
+        if not ensure_local_image(image_build, DockerCliRunner(docker, log=log), docker=docker):
+            log(f"{image_build.image_uri} exists; nothing to build")
+        # Owned by the user before docker would create it as root for the mount.
+        Path(ctx.gcs_root).mkdir(parents=True, exist_ok=True)
+        for argv in plan.setup:
+            if _run_docker(argv, log).returncode != 0:
+                raise VertexdistError(f"`{' '.join(argv)}` failed", hint=f"see {build_log}")
+        created.append(plan.network)
+        return plan.launch
+
+    def remove_network() -> None:
+        for network in created:
+            _run_docker(docker_network_rm_argv(network, docker=docker), log)
+
+    return LocalJob(
+        prepare,
+        on_event=on_event,
+        on_finish=remove_network,
+        grace_s=grace_s,
+        settle_s=settle_s,
+        timeout_s=timeout_s,
+    ).start()
