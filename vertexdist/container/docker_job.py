@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -152,19 +151,11 @@ def docker_job_plan(
 
 def ensure_local_image(plan: BuildPlan, runner: DockerCliRunner, *, docker: str = "docker") -> bool:
     """Build the image from the deterministic context unless the daemon has its tag; True if built."""
-    from vertexdist.container.context import ContextError, write_context_tar
+    from vertexdist.container.ensure import packed_context
 
     if docker_image_exists_locally(plan.image_uri, docker=docker):
         return False
-    with tempfile.TemporaryDirectory(prefix="vertexdist-context-") as tmp:
-        tar_path = Path(tmp) / f"{plan.content_hash}.tar.gz"
-        with open(tar_path, "wb") as out:
-            written = write_context_tar(plan.context, out, plan.build_args)
-        if written != plan.content_hash:
-            raise ContextError(
-                "files in the build context changed while it was being packed",
-                hint="run local-run again once nothing writes into the context folder",
-            )
+    with packed_context(plan) as tar_path:
         runner.build(tar_path, plan.image_uri, plan.context.dockerfile, plan.build_args)
     return True
 

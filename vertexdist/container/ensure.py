@@ -9,7 +9,8 @@ Cloud Build and the docker CLI are injectable edges.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -125,6 +126,21 @@ class LocalRunner(Protocol):
     ) -> None: ...
 
 
+@contextmanager
+def packed_context(plan: BuildPlan) -> Iterator[Path]:
+    """The plan's context as a `.tar.gz` in a temporary folder, checked to still hash as planned."""
+    with tempfile.TemporaryDirectory(prefix="vertexdist-context-") as tmp:
+        tar_path = Path(tmp) / f"{plan.content_hash}.tar.gz"
+        with open(tar_path, "wb") as out:
+            written = write_context_tar(plan.context, out, plan.build_args)
+        if written != plan.content_hash:
+            raise ContextError(
+                "files in the build context changed while it was being packed",
+                hint="try again once nothing writes into the context folder",
+            )
+        yield tar_path
+
+
 def ensure_image(
     template: JobTemplate,
     *,
@@ -151,15 +167,7 @@ def ensure_image(
     if checker.exists(plan.image):
         log(f"{plan.image_uri} exists; nothing to build")
         return ImageResult(plan.image_uri, plan.content_hash, built=False)
-    with tempfile.TemporaryDirectory(prefix="vertexdist-context-") as tmp:
-        tar_path = Path(tmp) / f"{plan.content_hash}.tar.gz"
-        with open(tar_path, "wb") as out:
-            written = write_context_tar(plan.context, out, plan.build_args)
-        if written != plan.content_hash:
-            raise ContextError(
-                "files in the build context changed while it was being packed",
-                hint="run the build again once nothing writes into the context folder",
-            )
+    with packed_context(plan) as tar_path:
         uploaded = False
         if local:
             assert docker is not None
