@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -116,6 +117,21 @@ def test_refused_endpoint_through_the_cli_names_the_emulator(
     code, _out, err = cli("status", "123", "--project", "p")
     assert code == 1
     assert "vertexdist emulator start" in err and "Traceback" not in err
+
+
+def test_a_local_emulator_that_refuses_connections_fails_at_once(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("VERTEX_API_ENDPOINT", f"http://127.0.0.1:{port}")
+    # One retry after a minute: a refused connection must not wait for it.
+    monkeypatch.setattr("vertexdist.backends.vertex.RetryPolicy.delays", lambda _self: [60.0])
+    started = time.monotonic()
+    code, _out, err = cli("status", "123", "--project", "p")
+    assert code == 1 and "vertexdist emulator start" in err
+    assert time.monotonic() - started < 30
 
 
 def test_a_bad_page_size_is_400_and_a_server_bug_is_a_500_answer(emu: Emulator) -> None:

@@ -49,6 +49,18 @@ def is_transient(exc: BaseException) -> bool:
     return status is None and isinstance(exc, OSError) and not isinstance(exc, ValueError)
 
 
+def is_refused(exc: BaseException) -> bool:
+    """Nothing listens at the address: the connection was refused (at any depth of the exception chain)."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or "Connection refused" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def is_unreachable(exc: BaseException) -> bool:
     """No answer at all: nothing listens at the endpoint, or the connection broke (not an API error)."""
     return status_of(exc) is None and isinstance(exc, OSError)

@@ -23,7 +23,7 @@ from urllib.parse import quote, urlencode
 
 from vertexdist.backends.base import JobStatus, LogChunk, LogsPage, Submission
 from vertexdist.backends.config import Target, parse_job_name
-from vertexdist.backends.errors import ApiCallError, api_error, is_transient, status_of
+from vertexdist.backends.errors import ApiCallError, api_error, is_refused, is_transient, status_of
 from vertexdist.backends.submission import REQUEST_HASH_LABEL, build_submission
 from vertexdist.render import MASK, is_secret_name, mask_secrets
 from vertexdist.spec.models import JobTemplate
@@ -153,7 +153,9 @@ class VertexBackend:
                     raise ApiCallError(f"{what} failed: credentials: {exc}", hint, 401) from exc
                 if status_of(exc) is None and not isinstance(exc, OSError):
                     raise  # not an answer from the service: a bug, shown as one
-                if not is_transient(exc) or attempt == len(delays):
+                # A local emulator that refuses connections is not running; backing off will not start it.
+                emulator_down = self.target.is_emulator and is_refused(exc)
+                if not is_transient(exc) or emulator_down or attempt == len(delays):
                     raise api_error(
                         exc, what, self.target.project, self.target.location, endpoint=self.target.endpoint
                     ) from exc
