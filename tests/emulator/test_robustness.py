@@ -105,13 +105,19 @@ def test_the_validate_hint_is_only_for_refused_creates() -> None:
     assert "validate" in (api_error(Refused(), "creating the training pipeline", "p", "l").hint or "")
 
 
-def test_refused_endpoint_through_the_cli_names_the_emulator(
-    cli: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
+@pytest.fixture
+def refused_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """VERTEX_API_ENDPOINT points at a loopback port nothing listens on."""
+    with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv("VERTEX_API_ENDPOINT", f"http://127.0.0.1:{port}")
+
+
+@pytest.mark.usefixtures("refused_endpoint")
+def test_refused_endpoint_through_the_cli_names_the_emulator(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # No retries: one refused call is enough to check the message.
     monkeypatch.setattr("vertexdist.backends.vertex.RetryPolicy.delays", lambda _self: [])
     code, _out, err = cli("status", "123", "--project", "p")
@@ -119,13 +125,10 @@ def test_refused_endpoint_through_the_cli_names_the_emulator(
     assert "vertexdist emulator start" in err and "Traceback" not in err
 
 
+@pytest.mark.usefixtures("refused_endpoint")
 def test_a_local_emulator_that_refuses_connections_fails_at_once(
     cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    monkeypatch.setenv("VERTEX_API_ENDPOINT", f"http://127.0.0.1:{port}")
     # One retry after a minute: a refused connection must not wait for it.
     monkeypatch.setattr("vertexdist.backends.vertex.RetryPolicy.delays", lambda _self: [60.0])
     started = time.monotonic()
