@@ -174,13 +174,18 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def install_dir(sdist: Path, cache_dir: Path) -> Path:
+    """The folder `install_package` puts `sdist` in: keyed by its digest, so it is known before installing."""
+    return Path(cache_dir) / file_digest(sdist)[:16]
+
+
 def install_package(sdist: Path, cache_dir: Path) -> Path:
     """pip-install `sdist` (without dependencies) into a folder keyed by its digest; reuse it when present.
 
     The returned folder goes on PYTHONPATH, so a replica imports the installed copy, not the source tree:
     a file left out of the package fails locally exactly as it would on Vertex.
     """
-    target = Path(cache_dir) / file_digest(sdist)[:16]
+    target = install_dir(sdist, cache_dir)
     marker = target / ".vertexdist-installed"
     if marker.is_file():
         return target

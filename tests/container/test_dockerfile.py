@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vertexdist.container.host import parse_dockerfile
+from vertexdist.local.host_container import parse_dockerfile
 
 
 def test_hadolint_passes(hadolint: str, repo_root: Path) -> None:

@@ -93,7 +93,7 @@ def test_daemon_check_needs_a_server_answer(tmp_path: Path) -> None:
 
 
 def test_local_run_docker_argv() -> None:
-    from vertexdist.container.docker import docker_network_create_argv, docker_run_argv
+    from vertexdist.local.docker_argv import docker_network_create_argv, docker_run_argv
 
     assert docker_network_create_argv("vd-job1") == [
         "docker",

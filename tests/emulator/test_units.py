@@ -6,10 +6,10 @@ import pytest
 
 from vertexdist.backends.config import job_name, resolve_target
 from vertexdist.backends.errors import api_error, is_transient
-from vertexdist.backends.submission import REQUEST_HASH_LABEL, request_hash
+from vertexdist.backends.vertex.request import REQUEST_HASH_LABEL, request_hash
 from vertexdist.emulator.filters import parse_filter
-from vertexdist.emulator.wire import custom_job_spec_from_task_inputs, encode_enums
 from vertexdist.errors import UsageError
+from vertexdist.wire.proto_json import custom_job_spec_from_task_inputs, encode_enums
 
 
 class FakeApiError(Exception):
@@ -144,3 +144,40 @@ def test_list_filters() -> None:
     assert parse_filter("state!=JOB_STATE_FAILED")(job)
     with pytest.raises(ValueError, match="not supported"):
         parse_filter("create_time>2020")
+
+
+@pytest.mark.parametrize(
+    ("machine", "accelerator", "count"),
+    [
+        ("a2-highgpu-4g", "NVIDIA_TESLA_A100", 4),
+        ("a2-highgpu-4g", "NVIDIA_A100_80GB", 4),
+        ("a2-highgpu-4g", "NVIDIA_TESLA_A100", 3),
+        ("n1-standard-4", "NVIDIA_TESLA_T4", 0),
+        ("n1-standard-4", None, 2),
+        ("a2-highgpu-4g", None, 0),
+        ("g2-standard-4", "NVIDIA_L4", 1),
+        ("n1-standrd-4", None, 0),
+    ],
+)
+def test_the_emulator_refuses_exactly_what_validate_refuses(
+    machine: str, accelerator: str | None, count: int
+) -> None:
+    from vertexdist.emulator.validation import job_spec_problems
+    from vertexdist.spec.machine_rules import MachineChoice, check_machine
+
+    machine_spec: dict[str, object] = {"machineType": machine}
+    if accelerator:
+        machine_spec["acceleratorType"] = accelerator
+    if count:
+        machine_spec["acceleratorCount"] = count
+    spec = {
+        "workerPoolSpecs": [
+            {"machineSpec": machine_spec, "replicaCount": 1, "containerSpec": {"imageUri": "example.com/i"}}
+        ]
+    }
+    template_errors = [
+        f for f in check_machine(MachineChoice(machine, accelerator, count)) if f.severity == "error"
+    ]
+    emulator_problems = job_spec_problems(spec)
+    assert bool(template_errors) == bool(emulator_problems), (template_errors, emulator_problems)
+    assert len(emulator_problems) == len(template_errors)

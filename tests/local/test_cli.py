@@ -262,8 +262,9 @@ def test_local_run_module_imports_no_torch_and_no_cloud_sdk() -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--timeout", "soon"], "error: --timeout: invalid duration 'soon'"),
-        (["--timeout", "0"], "error: --timeout: invalid duration '0'"),
+        (["--timeout", "soon"], "error: --timeout: 'soon' is not a duration; use whole seconds"),
+        (["--timeout", "0"], "error: --timeout: a duration must be positive, got '0'"),
+        (["--timeout", "1.5h"], "error: --timeout: '1.5h' is not a duration"),
         (["--out", "{file}"], "is a file, not a folder"),
         (["--out", "{file}/run"], "error: cannot create the run folder"),
     ],
@@ -288,3 +289,11 @@ def test_plan_shows_the_timeout_readably(
     result = _run(str(template), "--plan", cwd=workdir)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1].startswith(shown)
+
+
+def test_the_timeout_flag_takes_what_a_template_takes(workdir: Path, tmp_path: Path) -> None:
+    # One duration parser: `1h30m` works on the command line as it does in `timeout:` of a template.
+    template = _template(tmp_path / "job.yaml", replicas=1)
+    result = _run(str(template), "--plan", "--timeout", "1h30m", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].startswith("timeout 5400s ")

@@ -18,7 +18,7 @@ from vertexdist.local.environment import (
     replica_slots,
     split_gpus,
 )
-from vertexdist.local.job import JobSpec, parse_job_spec
+from vertexdist.wire.job_spec import JobSpec, parse_job_spec
 
 CTX = JobContext(job_id="123", project="my-project", region="europe-west4", gcs_root="/runs/1/gcs")
 PACKAGE = {

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from vertexdist.local.environment import JobContext
-from vertexdist.local.job import JobSpecError, parse_job_spec
 from vertexdist.local.plan import build_plan
+from vertexdist.wire.job_spec import JobSpecError, parse_job_spec
 
 CTX = JobContext(job_id="j", project="my-project", region="us-central1", gcs_root="/r/gcs")
 URI = "gs://b/vertexdist/packages/abc/trainer-0.1.tar.gz"
@@ -76,11 +76,16 @@ def test_a_package_that_was_not_fetched_is_an_error() -> None:
         )
 
 
-def test_plan_dict_is_json_and_masks_through_the_given_function() -> None:
-    plan = _plan(_spec())
-    shown = plan.to_dict(
-        mask=lambda env: {k: ("***" if k == "CLOUD_ML_PROJECT_ID" else v) for k, v in env.items()}
-    )
-    json.dumps(shown)
-    assert shown["replicas"][0]["env"]["CLOUD_ML_PROJECT_ID"] == "***"
+def test_plan_dict_is_json_and_masks_secrets_unless_asked_not_to() -> None:
+    spec = _spec()
+    spec["workerPoolSpecs"][0]["pythonPackageSpec"] = {
+        **PACKAGE,
+        "env": [{"name": "API_TOKEN", "value": "s3cret"}],
+    }
+    plan = _plan(spec)
+    shown = plan.to_dict()
+    text = json.dumps(shown)
+    assert "s3cret" not in text  # neither in the env nor inside CLUSTER_SPEC's copy of the job
+    assert shown["replicas"][0]["env"]["API_TOKEN"] == "********"
+    assert plan.to_dict(masked=False)["replicas"][0]["env"]["API_TOKEN"] == "s3cret"
     assert plan.replicas[0].env["CLOUD_ML_PROJECT_ID"] == "my-project"

@@ -37,11 +37,6 @@ def _no_gce_probe() -> None:
 
 
 @pytest.fixture
-def repo_root() -> Path:
-    return REPO_ROOT
-
-
-@pytest.fixture
 def write_template(tmp_path: Path) -> WriteTemplate:
     """Write BASE updated with `changes` (a value of None removes the key) and return the file path."""
 

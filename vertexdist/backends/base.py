@@ -1,33 +1,19 @@
 """The backend interface and the plain data that crosses it (torchx `schedulers/api.py` shape).
 
-`dryrun(template) -> Submission` builds the exact request; `schedule(submission)` sends that very request,
-so `submit --dry-run` shows what `submit` sends. `describe`, `list`, `cancel`, `logs` address a job by
-its Vertex resource name.
+`dryrun(template) -> request` builds the exact request; `schedule(request)` runs that very request and returns
+the job's name, so `submit --dry-run` and `local-run --plan` show what runs. `describe`, `list`, `cancel` and
+`logs` address a job by that name. Two implementations: `backends.vertex` (Vertex AI, or the emulator, through
+google-cloud-aiplatform; the request is a `Submission`) and `backends.local` (this machine; a `LocalRequest`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from vertexdist.spec.models import JobTemplate
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "PAUSED", "EXPIRED"})
-
-
-@dataclass(frozen=True)
-class Submission:
-    """A request ready to send, with the package it refers to (None for container jobs)."""
-
-    request: dict[str, Any]  # the CreateTrainingPipeline body: {"parent", "trainingPipeline"}
-    request_hash: str
-    package_path: Path | None = None
-    package_uri: str | None = None
-
-    @property
-    def parent(self) -> str:
-        return str(self.request["parent"])
 
 
 @dataclass(frozen=True)
@@ -90,10 +76,13 @@ class LogsPage:
         return {chunk.replica: chunk.next_offset for chunk in self.chunks}
 
 
-class Backend(Protocol):
-    def dryrun(self, template: JobTemplate) -> Submission: ...
+RequestT = TypeVar("RequestT")
 
-    def schedule(self, submission: Submission) -> str: ...
+
+class Backend(Protocol[RequestT]):
+    def dryrun(self, template: JobTemplate) -> RequestT: ...
+
+    def schedule(self, request: RequestT) -> str: ...
 
     def describe(self, name: str) -> JobStatus: ...
 

@@ -7,136 +7,38 @@ Exit codes: 0 fine; 1 the job failed or was cancelled (status, logs --follow), o
 from __future__ import annotations
 
 import json
-import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from vertexdist.cli.job_view import print_chunk, status_lines
+from vertexdist.cli.targets import (
+    AsJson,
+    Endpoint,
+    Location,
+    Project,
+    Transport,
+    job_backend,
+    project_backend,
+)
 from vertexdist.errors import JobFailedError
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobStatus, LogChunk
-    from vertexdist.backends.vertex import VertexBackend
 
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "EXPIRED"})
-
-PROJECT = typer.Option(
-    None, "--project", help="Google Cloud project (default: from the job name, GOOGLE_CLOUD_PROJECT)."
-)
-LOCATION = typer.Option(
-    None, "--location", help="Vertex region (default: from the job name, GOOGLE_CLOUD_REGION)."
-)
-ENDPOINT = typer.Option(
-    None,
-    "--endpoint",
-    help="Vertex API endpoint, e.g. http://127.0.0.1:PORT for the emulator (VERTEX_API_ENDPOINT).",
-)
-TRANSPORT = typer.Option(
-    None, "--transport", help="grpc or rest (VERTEXDIST_API_TRANSPORT; default grpc, rest for the emulator)."
-)
-JSON = typer.Option(False, "--json", help="Print JSON instead of text.")
-
-
-def project_backend(
-    project: str | None, location: str | None, endpoint: str | None, transport: str | None
-) -> VertexBackend:
-    """The backend for a project and location named by the flags or the environment."""
-    from vertexdist.backends.config import resolve_target
-    from vertexdist.backends.vertex import VertexBackend
-
-    target = resolve_target(
-        env=os.environ, project=project, location=location, api_endpoint=endpoint, transport=transport
-    )
-    return VertexBackend(target)
-
-
-def job_backend(
-    job: str, project: str | None, location: str | None, endpoint: str | None, transport: str | None
-) -> tuple[VertexBackend, str]:
-    """The backend that holds `job`, and the job's full resource name. A full name's own project and
-    location win over the flags; a bare id takes them from the flags or the environment."""
-    from vertexdist.backends.config import check_job_ref, job_name, parse_job_name
-
-    check_job_ref(job)
-    parts = parse_job_name(job)
-    if parts:
-        project, location = parts["project"], parts["location"]
-    backend = project_backend(project, location, endpoint, transport)
-    name = job_name(job, backend.target)
-    if not parts:
-        name = _pipeline_or_custom_job(backend, name)
-    return backend, name
-
-
-def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
-    """A bare id names a TrainingPipeline (what submit makes) or, failing that, a CustomJob (what the SDK's
-    CustomJob makes, and what `list` shows beside pipelines)."""
-    from vertexdist.backends.errors import ApiCallError
-
-    try:
-        backend.describe(pipeline_name)
-    except ApiCallError as exc:
-        if exc.status != 404:
-            raise
-        custom_job = pipeline_name.replace("/trainingPipelines/", "/customJobs/")
-        try:
-            backend.describe(custom_job)
-        except ApiCallError:
-            raise exc from None
-        return custom_job
-    return pipeline_name
-
-
-def status_lines(status: JobStatus) -> list[str]:
-    lines = [f"{status.name}", f"  display name: {status.display_name}", f"  state:        {status.state}"]
-    for label, value in (
-        ("created", status.create_time),
-        ("started", status.start_time),
-        ("ended", status.end_time),
-        ("error", status.error),
-        ("custom job", status.backing_job),
-        ("console", status.console_url),
-    ):
-        if value:
-            lines.append(f"  {label + ':':<13} {value}")
-    pools = status.spec.get("workerPoolSpecs") or []
-    for index, pool in enumerate(pools):
-        if not pool:
-            continue
-        machine = pool.get("machineSpec") or {}
-        accel = (
-            f" + {machine.get('acceleratorCount')} x {machine['acceleratorType']}"
-            if machine.get("acceleratorType")
-            else ""
-        )
-        code = pool.get("pythonPackageSpec") or pool.get("containerSpec") or {}
-        env = ", ".join(f"{e['name']}={e['value']}" for e in code.get("env") or [])
-        lines.append(
-            f"  workerpool{index}: {pool.get('replicaCount', 1)} x {machine.get('machineType')}{accel}"
-            + (f"  env: {env}" if env else "")
-        )
-    return lines
-
-
-def print_chunk(chunk: LogChunk, status: JobStatus, *, as_json: bool) -> None:
-    from vertexdist.backends.vertex import mask_text
-
-    text = mask_text(chunk.text, status.secret_values)
-    if as_json:
-        for line in text.splitlines():
-            typer.echo(json.dumps({"replica": chunk.replica, "line": line}))
-        return
-    for line in text.splitlines():
-        typer.echo(f"[{chunk.replica}] {line}")
+JobRef = Annotated[
+    str, typer.Argument(help="Job name (projects/P/locations/L/trainingPipelines/ID) or its ID.")
+]
 
 
 def status(
-    job: str = typer.Argument(..., help="Job name (projects/P/locations/L/trainingPipelines/ID) or its ID."),
-    project: str | None = PROJECT,
-    location: str | None = LOCATION,
-    endpoint: str | None = ENDPOINT,
-    transport: str | None = TRANSPORT,
-    as_json: bool = JSON,
+    job: JobRef,
+    project: Project = None,
+    location: Location = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
+    as_json: AsJson = False,
 ) -> None:
     """Show a job's state, times and error. Exits 1 when the job failed or was cancelled."""
     backend, name = job_backend(job, project, location, endpoint, transport)
@@ -150,12 +52,12 @@ def status(
 
 
 def list_jobs(
-    project: str | None = PROJECT,
-    location: str | None = LOCATION,
-    endpoint: str | None = ENDPOINT,
-    transport: str | None = TRANSPORT,
+    project: Project = None,
+    location: Location = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
     limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many jobs."),
-    as_json: bool = JSON,
+    as_json: AsJson = False,
 ) -> None:
     """List training jobs in a project and location, newest first."""
     backend = project_backend(project, location, endpoint, transport)
@@ -171,12 +73,12 @@ def list_jobs(
 
 
 def cancel(
-    job: str = typer.Argument(..., help="Job name or ID."),
-    project: str | None = PROJECT,
-    location: str | None = LOCATION,
-    endpoint: str | None = ENDPOINT,
-    transport: str | None = TRANSPORT,
-    as_json: bool = JSON,
+    job: JobRef,
+    project: Project = None,
+    location: Location = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
+    as_json: AsJson = False,
 ) -> None:
     """Ask Vertex to cancel a job (it goes CANCELLING, then CANCELLED)."""
     backend, name = job_backend(job, project, location, endpoint, transport)
@@ -189,13 +91,13 @@ def cancel(
 
 
 def logs(
-    job: str = typer.Argument(..., help="Job name or ID."),
+    job: JobRef,
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the job ends."),
-    project: str | None = PROJECT,
-    location: str | None = LOCATION,
-    endpoint: str | None = ENDPOINT,
-    transport: str | None = TRANSPORT,
-    as_json: bool = JSON,
+    project: Project = None,
+    location: Location = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
+    as_json: AsJson = False,
 ) -> None:
     """Print a job's replica logs (emulator), or where Cloud Logging shows them (Vertex)."""
     from vertexdist.backends.watch import watch

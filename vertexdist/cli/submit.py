@@ -9,53 +9,22 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from vertexdist.cli.jobs import ENDPOINT, TRANSPORT, print_chunk
-from vertexdist.errors import JobFailedError, UsageError, VertexdistError
+from vertexdist.cli.submit_view import confirm_duplicate, follow_job, upload
+from vertexdist.cli.targets import Endpoint, Location, Project, Transport, vertex_backend
+from vertexdist.errors import JobFailedError, UsageError
 
 if TYPE_CHECKING:
-    from vertexdist.backends.base import JobStatus, LogChunk, Submission
     from vertexdist.backends.config import Target
-    from vertexdist.backends.vertex import VertexBackend
     from vertexdist.spec.models import JobTemplate
 
 DUPLICATE_WINDOW_S = 600.0
 EMULATOR_DATA_DIR = Path(".vertexdist/emulator")
-
-
-class _StatusView:
-    """State changes on stderr: a live spinner line on a terminal, one line per change otherwise."""
-
-    def __init__(self, name: str, live: bool) -> None:
-        self._name = name
-        self._started = time.monotonic()
-        self._last = ""
-        self._live = None
-        if live:
-            from rich.console import Console
-
-            self._live = Console(stderr=True).status(f"{name}: submitted")
-            self._live.start()
-
-    def update(self, status: JobStatus) -> None:
-        elapsed = time.monotonic() - self._started
-        if self._live is not None:
-            self._live.update(f"{status.state:<10} {elapsed:6.1f}s  {status.display_name}  {self._name}")
-        if status.state != self._last:
-            self._last = status.state
-            if self._live is None:
-                print(f"{elapsed:6.1f}s  {status.state}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self._live is not None:
-            self._live.stop()
 
 
 def _apply_target(
@@ -103,62 +72,6 @@ def _image_for(template: JobTemplate, *, dry_run: bool) -> str | None:
     return ensure_image(template, log=lambda line: typer.echo(line, err=True)).image_uri
 
 
-def _confirm_duplicate(backend: VertexBackend, submission: Submission, yes: bool) -> None:
-    duplicates = backend.recent_duplicates(submission, DUPLICATE_WINDOW_S)
-    if not duplicates or yes:
-        return
-    first = duplicates[0]
-    message = (
-        f"the same request was submitted {len(duplicates)} time(s) in the last {DUPLICATE_WINDOW_S / 60:.0f}"
-        f" minutes, latest {first.name} ({first.state})"
-    )
-    if sys.stdin.isatty():
-        typer.echo(f"warning: {message}", err=True)
-        if typer.confirm("submit it again?", default=False, err=True):
-            return
-        raise VertexdistError(
-            "not submitted", hint=f"follow the existing job: vertexdist status {first.name}"
-        )
-    raise VertexdistError(f"{message}; refusing to create a duplicate", hint="pass --yes to submit it anyway")
-
-
-def _upload(backend: VertexBackend, submission: Submission) -> None:
-    if submission.package_path is None:
-        return
-    size = submission.package_path.stat().st_size
-    if sys.stderr.isatty():
-        from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
-
-        with Progress(
-            *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), transient=True
-        ) as bar:
-            task = bar.add_task(f"uploading {submission.package_path.name}", total=size)
-            uploaded = backend.upload(submission, lambda done, total: bar.update(task, completed=done))
-    else:
-        uploaded = backend.upload(submission)
-    verb = "uploaded" if uploaded else "unchanged, already in the bucket:"
-    typer.echo(f"package {verb} {submission.package_uri} ({size / 1024:.1f} KiB)", err=True)
-
-
-def follow_job(backend: VertexBackend, name: str, *, follow_logs: bool) -> JobStatus:
-    """Poll until the job ends with a live status view (and its logs on stdout with `follow_logs`)."""
-    from vertexdist.backends.watch import PollPolicy, watch
-
-    # Local jobs change state within seconds; Vertex jobs within minutes, so back off further there.
-    policy = PollPolicy(max_s=1.0) if backend.target.is_emulator else PollPolicy()
-    view = _StatusView(name, live=sys.stderr.isatty() and not follow_logs)
-
-    def show(chunk: LogChunk, status: JobStatus) -> None:
-        print_chunk(chunk, status, as_json=False)
-
-    try:
-        return watch(
-            backend, name, on_status=view.update, on_logs=show if follow_logs else None, policy=policy
-        )
-    finally:
-        view.close()
-
-
 def submit(
     template: Path = typer.Argument(..., help="The job template (YAML)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact request and send nothing."),
@@ -168,11 +81,11 @@ def submit(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Submit even if the same request was just submitted."
     ),
-    project: str | None = typer.Option(None, "--project", help="Override the template's project."),
-    location: str | None = typer.Option(None, "--location", help="Override the template's location."),
+    project: Project = None,
+    location: Location = None,
     staging_bucket: str | None = typer.Option(None, "--staging-bucket", help="Override the staging bucket."),
-    endpoint: str | None = ENDPOINT,
-    transport: str | None = TRANSPORT,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
     procs_per_replica: int = typer.Option(
         1, "--procs-per-replica", min=1, help="With --emulator: worker processes per replica."
     ),
@@ -236,17 +149,16 @@ def _submit(
     yes: bool,
     in_process: bool,
 ) -> None:
-    from vertexdist.backends.vertex import VertexBackend
     from vertexdist.render import mask_secrets
 
-    backend = VertexBackend(target)
+    backend = vertex_backend(target)
     submission = backend.dryrun(t, image_uri=_image_for(t, dry_run=dry_run))
     if dry_run:
         typer.echo(json.dumps(mask_secrets(submission.request), indent=2))
         return
     if not in_process:  # an in-process emulator's duplicates cost nothing and vanish with the command
-        _confirm_duplicate(backend, submission, yes)
-    _upload(backend, submission)
+        confirm_duplicate(backend, submission, yes, DUPLICATE_WINDOW_S)
+    upload(backend, submission)
     name = backend.schedule(submission)
     typer.echo(name)
     if detach:

@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.service import ApiError, EmulatorService
-from vertexdist.emulator.wire import encode_enums
 from vertexdist.errors import VertexdistError
+from vertexdist.wire.proto_json import encode_enums
 
 LOOPBACK = "127.0.0.1"
 _RESOURCE = re.compile(

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.emulator import validation
-from vertexdist.emulator.enums import job_to_pipeline_state
 from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
 from vertexdist.emulator.filters import parse_filter
 from vertexdist.emulator.store import TERMINAL_STATES, JobStore, Resource, is_terminal, new_id
-from vertexdist.emulator.wire import (
+from vertexdist.local.logs import read_pages
+from vertexdist.wire.enums import job_to_pipeline_state
+from vertexdist.wire.proto_json import (
     CUSTOM_TASK_DEFINITION,
     custom_job_spec_from_task_inputs,
     normalize_job_spec,
@@ -199,18 +200,10 @@ class EmulatorService:
         with self._lock:
             handle = self._running.get(job_name)
         files = handle.log_files() if handle else self._saved_log_files(job_name)
-        chunks = []
-        for replica, path in sorted(files.items()):
-            start = offsets.get(replica, 0)
-            try:
-                with open(path, "rb") as handle_file:
-                    handle_file.seek(start)
-                    data = handle_file.read(1 << 20)
-            except OSError:
-                data = b""
-            chunks.append(
-                {"replica": replica, "text": data.decode("utf-8", "replace"), "nextOffset": start + len(data)}
-            )
+        chunks = [
+            {"replica": p.replica, "text": p.text, "nextOffset": p.next_offset}
+            for p in read_pages(files, offsets)
+        ]
         return {"job": job_name, "state": job.get("state"), "logs": chunks}
 
     def close(self, grace_s: float = 15.0) -> None:

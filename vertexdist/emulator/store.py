@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vertexdist.emulator.enums import TERMINAL_JOB_STATES
-from vertexdist.emulator.wire import now_rfc3339
+from vertexdist.wire.enums import TERMINAL_JOB_STATES
+from vertexdist.wire.proto_json import now_rfc3339
 
 COLLECTIONS = ("customJobs", "trainingPipelines")
 TERMINAL_STATES = TERMINAL_JOB_STATES | {

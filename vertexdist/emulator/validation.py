@@ -1,4 +1,5 @@
-"""What Vertex refuses with 400 INVALID_ARGUMENT, checked against the same catalog the templates use.
+"""What Vertex refuses with 400 INVALID_ARGUMENT: each pool's machine through the very rules `validate` runs
+(`spec.machine_rules`), plus the request's own shape.
 
 Messages follow Vertex's wording where it is known (reference/vertex.md §6), e.g.
 `Accelerator "NVIDIA_TESLA_K80" is not supported for machine type "n1-standard-4"`.
@@ -6,13 +7,17 @@ Messages follow Vertex's wording where it is known (reference/vertex.md §6), e.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from vertexdist.spec import catalog
-from vertexdist.spec.catalog_data import MACHINES
+from vertexdist.spec.durations import is_proto_duration
+from vertexdist.spec.machine_rules import MachineChoice, check_machine
 
-_DURATION = re.compile(r"^\d+(\.\d{1,9})?s$")
+_MACHINE_FIELDS = {
+    "machine_type": "machineType",
+    "accelerator_type": "acceleratorType",
+    "accelerator_count": "acceleratorCount",
+}
 
 
 def _pool_problems(index: int, pool: dict[str, Any]) -> list[str]:
@@ -22,31 +27,13 @@ def _pool_problems(index: int, pool: dict[str, Any]) -> list[str]:
     machine_type = machine.get("machineType")
     if not machine_type:
         return [f"{where}.machineSpec.machineType is required"]
-    if catalog.machine(machine_type) is None:
-        guess = catalog.close_match(machine_type, list(MACHINES))
-        problems.append(
-            f'{where}: machine type "{machine_type}" is not supported for training'
-            + (f' (did you mean "{guess}"?)' if guess else "")
-        )
-    accelerator = machine.get("acceleratorType", "ACCELERATOR_TYPE_UNSPECIFIED")
-    count = int(machine.get("acceleratorCount") or 0)
-    has_type = accelerator != "ACCELERATOR_TYPE_UNSPECIFIED"
-    if has_type and count <= 0:
-        problems.append(f"{where}: acceleratorCount must be positive when acceleratorType is {accelerator}")
-    if count > 0 and not has_type:
-        problems.append(f"{where}: acceleratorType is required when acceleratorCount is {count}")
-    if has_type and count > 0 and catalog.machine(machine_type) is not None:
-        allowed = catalog.allowed_counts(machine_type, accelerator)
-        if not allowed:
-            problems.append(
-                f'{where}: Accelerator "{accelerator}" is not supported for machine type "{machine_type}"'
-                f" (it takes: {catalog.describe_options(machine_type)})"
-            )
-        elif count not in allowed:
-            problems.append(
-                f'{where}: {count} x "{accelerator}" is not supported for machine type "{machine_type}";'
-                f" allowed counts: {', '.join(str(c) for c in allowed)}"
-            )
+    choice = MachineChoice(
+        str(machine_type), machine.get("acceleratorType"), int(machine.get("acceleratorCount") or 0)
+    )
+    for finding in check_machine(choice):
+        if finding.severity == "error":
+            field = _MACHINE_FIELDS.get(finding.path, finding.path)
+            problems.append(f"{where}.machineSpec.{field}: {finding.api_message or finding.message}")
     replicas = pool.get("replicaCount", 0)
     if not isinstance(replicas, int) or replicas < 1:
         problems.append(f"{where}.replicaCount must be at least 1, got {replicas!r}")
@@ -91,7 +78,7 @@ def job_spec_problems(spec: dict[str, Any]) -> list[str]:
     scheduling = spec.get("scheduling") or {}
     for field in ("timeout", "maxWaitDuration"):
         value = scheduling.get(field)
-        if value is not None and not _DURATION.match(str(value)):
+        if value is not None and not is_proto_duration(value):
             problems.append(f'scheduling.{field}: {value!r} is not a duration like "3600s"')
     return problems
 

@@ -1,13 +1,14 @@
-"""The local backend: a Vertex CustomJob's replicas as local processes, with the environment Vertex sets.
+"""The local backend's parts: a Vertex CustomJob's replicas as local processes (or containers), each with the
+environment Vertex sets. `vertexdist.backends.local.LocalBackend` puts them behind the Backend interface.
 
-`start_job(spec, ctx, ...)` runs a CustomJobSpec dict; `LocalJob` exposes state, cancel, wait and log files.
-Light at import time: no torch, no Google Cloud libraries.
+`start_job(spec, ctx, ...)` runs a CustomJobSpec dict (the emulator's way in); `LocalJob` exposes state,
+cancel, wait and log files. Light at import time: no torch, no Google Cloud libraries.
 """
 
-from vertexdist.local.backend import install_packages, prepare_plan, start_job
 from vertexdist.local.environment import JobContext
-from vertexdist.local.job import JobSpec, JobSpecError, parse_job_spec
+from vertexdist.local.launch import schedule, start_job
 from vertexdist.local.plan import LaunchPlan, ReplicaLaunch, build_plan
+from vertexdist.local.request import LocalRequest, build_request
 from vertexdist.local.runner import (
     JobError,
     JobEvent,
@@ -23,17 +24,15 @@ __all__ = [
     "JobError",
     "JobEvent",
     "JobResult",
-    "JobSpec",
-    "JobSpecError",
     "JobState",
     "LaunchPlan",
     "LocalJob",
+    "LocalRequest",
     "ReplicaLaunch",
     "ReplicaState",
     "ReplicaStatus",
     "build_plan",
-    "install_packages",
-    "parse_job_spec",
-    "prepare_plan",
+    "build_request",
+    "schedule",
     "start_job",
 ]

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vertexdist.errors import VertexdistError
-from vertexdist.local.job import JobSpec, PoolSpec
 from vertexdist.local.ports import LOOPBACK
+from vertexdist.wire.job_spec import JobSpec, PoolSpec
 
 # Variables a launcher or the user's shell may have set that would contradict what a replica must see.
 _SCRUBBED_PREFIXES = ("AIP_", "CLOUD_ML_", "TORCHELASTIC_", "VERTEXDIST_", "PET_")

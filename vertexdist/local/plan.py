@@ -6,6 +6,7 @@ pure functions, so `local-run --plan` can print it and tests can check it withou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ from vertexdist.local.environment import (
     replica_slots,
     split_gpus,
 )
-from vertexdist.local.job import JobSpec, JobSpecError, PoolSpec
+from vertexdist.render import mask_secrets
+from vertexdist.wire.job_spec import JobSpec, JobSpecError, PoolSpec
 
 DEFAULT_MAX_RESTARTS = 3
 
@@ -41,6 +43,17 @@ sock.listen()
 print(f"{name}: reduction-server stand-in holding {host}:{port} until the job ends", flush=True)
 signal.pause()
 """
+
+
+def masked_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A replica's env for printing: secret-looking values masked, inside CLUSTER_SPEC/TF_CONFIG's job too."""
+    masked: dict[str, str] = mask_secrets(dict(env))
+    for key in ("CLUSTER_SPEC", "TF_CONFIG"):
+        if key in masked:  # their `job` holds the pools' env, secrets included
+            value = json.loads(masked[key])
+            value["job"] = mask_secrets(value.get("job"))
+            masked[key] = json.dumps(value, separators=(",", ":"))
+    return masked
 
 
 @dataclass(frozen=True)
@@ -77,8 +90,8 @@ class LaunchPlan:
     def replica(self, name: str) -> ReplicaLaunch:
         return next(r for r in self.replicas if r.name == name)
 
-    def to_dict(self, mask: Any = None) -> dict[str, Any]:
-        """A JSON-able view; `mask` (env dict -> env dict) hides secret-looking values before printing."""
+    def to_dict(self, *, masked: bool = True) -> dict[str, Any]:
+        """A JSON-able view; secret-looking env values are masked unless `masked` is False."""
         return {
             "job_id": self.job_id,
             "run_dir": str(self.run_dir),
@@ -92,7 +105,7 @@ class LaunchPlan:
                     "argv": list(r.argv),
                     "cwd": str(r.cwd),
                     "log": str(r.log_path),
-                    "env": dict(mask(dict(r.env)) if mask else r.env),
+                    "env": masked_env(r.env) if masked else dict(r.env),
                     **({"stop_argv": list(r.stop_argv)} if r.stop_argv else {}),
                 }
                 for r in self.replicas

@@ -48,7 +48,12 @@ def _stringify_scalar(value: Any) -> Any:
 
 
 def _duration(value: Any) -> Any:
-    return parse_duration(value) if value is not None else None
+    if value is None:
+        return None
+    seconds = parse_duration(value)
+    if not seconds.is_integer():
+        raise ValueError(f"{value!r}: a template's durations are whole seconds")
+    return int(seconds)
 
 
 ArgString = Annotated[

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vertexdist.spec import catalog
@@ -19,19 +18,11 @@ from vertexdist.spec.catalog_data import (
     REGIONS,
     SCHEDULING_STRATEGIES,
 )
+from vertexdist.spec.findings import Finding
+from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
 
 if TYPE_CHECKING:
-    from vertexdist.errors import Severity
     from vertexdist.spec.models import JobTemplate
-
-
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    message: str
-    hint: str | None = None
-    severity: Severity = "error"
-    on_key: bool = False  # the problem is the mapping key itself (placed on the key, not its value)
 
 
 def _did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
@@ -42,139 +33,13 @@ def _join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
 
-_NO_ACCELERATOR = ("", "ACCELERATOR_TYPE_UNSPECIFIED")
-
-
 def _accelerator(t: JobTemplate) -> str | None:
-    return None if t.accelerator_type in (None, *_NO_ACCELERATOR) else t.accelerator_type
+    return requested_accelerator(t.accelerator_type)
 
 
-def machine_type_known(t: JobTemplate) -> Iterator[Finding]:
-    if t.machine_type not in MACHINES:
-        yield Finding(
-            "machine_type",
-            f"{t.machine_type!r} is not a Vertex AI training machine type",
-            _join(_did_you_mean(t.machine_type, list(MACHINES)), "run `vertexdist machines` for the list"),
-        )
-
-
-def accelerator_type_known(t: JobTemplate) -> Iterator[Finding]:
-    accelerator = _accelerator(t)
-    if accelerator is None or catalog.known_accelerator(accelerator):
-        return
-    retired = catalog.retired_accelerator_reason(accelerator)
-    if retired:
-        yield Finding(
-            "accelerator_type", f"{accelerator!r}: {retired}", "run `vertexdist machines` for the GPUs"
-        )
-        return
-    yield Finding(
-        "accelerator_type",
-        f"{accelerator!r} is not an accelerator type",
-        _join(
-            _did_you_mean(accelerator, list(catalog.ACCELERATORS)),
-            "names are the API's enum names, e.g. NVIDIA_TESLA_A100, NVIDIA_L4",
-        ),
-    )
-
-
-def accelerator_type_and_count_together(t: JobTemplate) -> Iterator[Finding]:
-    accelerator = _accelerator(t)
-    options = catalog.describe_options(t.machine_type)
-    if accelerator is not None and t.accelerator_count == 0:
-        # The SDK and the API silently drop a type whose count is 0: the job would run without GPUs.
-        yield Finding(
-            "accelerator_count",
-            f"accelerator_type is {accelerator} but accelerator_count is 0 (the job would get no GPU)",
-            f"set accelerator_count; {t.machine_type} takes {options}",
-        )
-    if accelerator is None and t.accelerator_count > 0:
-        yield Finding(
-            "accelerator_type",
-            f"accelerator_count is {t.accelerator_count} but no accelerator_type is set",
-            f"set accelerator_type; {t.machine_type} takes {options}",
-        )
-
-
-def _machines_taking(accelerator: str) -> str:
-    names = [row.name for row in catalog.machines_for_accelerator(accelerator)]
-    shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-    return f"{accelerator} goes on {shown}" if names else ""
-
-
-def accelerator_fits_machine(t: JobTemplate) -> Iterator[Finding]:
-    accelerator = _accelerator(t)
-    row = catalog.machine(t.machine_type)
-    if accelerator is None or row is None or not catalog.known_accelerator(accelerator):
-        return
-    if accelerator in row.accelerators:
-        return
-    if accelerator == "NVIDIA_A100_80GB" and t.machine_type.startswith("a2-"):
-        yield Finding(
-            "accelerator_type",
-            f"NVIDIA_A100_80GB goes only on a2-ultragpu machines, not on {t.machine_type}",
-            f"{t.machine_type} has the 40GB A100: use NVIDIA_TESLA_A100, or an a2-ultragpu-*g for 80GB",
-        )
-        return
-    if accelerator == "NVIDIA_TESLA_A100" and t.machine_type.startswith("a2-ultragpu"):
-        yield Finding(
-            "accelerator_type",
-            f"{t.machine_type} has the 80GB A100 (NVIDIA_A100_80GB); NVIDIA_TESLA_A100 is the 40GB part",
-            "use NVIDIA_A100_80GB, or an a2-highgpu-*g machine for the 40GB A100",
-        )
-        return
-    if not row.accelerators:
-        yield Finding(
-            "accelerator_type",
-            f"{t.machine_type} takes no accelerators",
-            _join(_machines_taking(accelerator), "(`vertexdist machines --accelerator " + accelerator + "`)"),
-        )
-        return
-    yield Finding(
-        "accelerator_type",
-        f"{t.machine_type} does not take {accelerator}; it takes {catalog.describe_options(t.machine_type)}",
-        _machines_taking(accelerator),
-    )
-
-
-def accelerator_count_allowed(t: JobTemplate) -> Iterator[Finding]:
-    accelerator = _accelerator(t)
-    if accelerator is None or t.accelerator_count == 0:
-        return
-    counts = catalog.allowed_counts(t.machine_type, accelerator)
-    if counts and t.accelerator_count not in counts:
-        allowed = ", ".join(str(c) for c in counts)
-        yield Finding(
-            "accelerator_count",
-            f"{t.machine_type} takes {allowed} x {accelerator}, not {t.accelerator_count}",
-            f"set accelerator_count: {counts[-1] if len(counts) > 1 else counts[0]}"
-            + ("" if len(counts) == 1 else f" (or {allowed})"),
-        )
-
-
-def gpu_machine_needs_its_gpus(t: JobTemplate) -> Iterator[Finding]:
-    row = catalog.machine(t.machine_type)
-    if row is None or not catalog.is_accelerator_optimized(t.machine_type) or _accelerator(t) is not None:
-        return
-    if t.accelerator_count > 0:
-        return  # reported by accelerator_type_and_count_together
-    accelerator, counts = next(iter(row.accelerators.items()))
-    yield Finding(
-        "accelerator_type",
-        f"{t.machine_type} comes with {counts[0]} x {accelerator}, but the template names no accelerator",
-        f"set accelerator_type: {accelerator} and accelerator_count: {counts[0]}",
-    )
-
-
-def a4x_needs_reservation(t: JobTemplate) -> Iterator[Finding]:
-    row = catalog.machine(t.machine_type)
-    if row is not None and "reservation" in row.note:
-        yield Finding(
-            "machine_type",
-            f"{t.machine_type} {row.note}; vertexdist templates cannot name one yet",
-            "the job will wait for capacity unless the project has a matching reservation",
-            "warning",
-        )
+def machine_fits(t: JobTemplate) -> Iterator[Finding]:
+    """The machine rules (`machine_rules`), which the emulator applies to every pool of a request."""
+    yield from check_machine(MachineChoice(t.machine_type, t.accelerator_type, t.accelerator_count))
 
 
 def replica_count_positive(t: JobTemplate) -> Iterator[Finding]:
@@ -467,13 +332,7 @@ def build_repository_region(t: JobTemplate) -> Iterator[Finding]:
 Rule = Callable[["JobTemplate"], Iterator[Finding]]
 
 RULES: tuple[Rule, ...] = (
-    machine_type_known,
-    accelerator_type_known,
-    accelerator_type_and_count_together,
-    accelerator_fits_machine,
-    accelerator_count_allowed,
-    gpu_machine_needs_its_gpus,
-    a4x_needs_reservation,
+    machine_fits,
     replica_count_positive,
     reduction_server_needs_gpu_workers,
     reduction_server_machine_is_cpu,

@@ -1,17 +1,19 @@
-"""A typed view of a CustomJobSpec dict: the pools, output location and scheduling the local backend needs.
+"""The typed job of a CustomJobSpec dict: pools, output location and scheduling, read once per path.
 
-Follows reference/vertex.md §2.1 (pool slots, `{}` for a skipped pool) and §5.1 (proto-JSON camelCase field
-names). snake_case keys are accepted too, as the Vertex server accepts both inside `trainingTaskInputs`.
+Follows reference/vertex.md §2.1 (pool slots, `{}` for a skipped pool) and §5.1 (proto-JSON). The dict goes
+through `proto_json.normalize_job_spec` first, so camelCase and snake_case keys, numbers sent as floats and
+enums sent as numbers all read the same.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vertexdist.errors import VertexdistError
+from vertexdist.spec.durations import parse_duration
+from vertexdist.wire.proto_json import normalize_job_spec
 
 POOL_ROLES = ("chief", "worker", "ps", "evaluator")
 # Vertex's Reduction Server image; locally a stand-in process holds the replica's place (no GPUs, no NCCL).
@@ -76,31 +78,9 @@ class JobSpec:
         return next((pool for pool in self.pools if pool.index == index), None)
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(value: str | float | int) -> float:
-    """Seconds from a proto Duration (`"3600s"`) or a template-style value (`90m`, `24h`, `7d`, `120`)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        match = _DURATION.match(str(value))
-        if not match:
-            raise JobSpecError(
-                f"invalid duration {value!r}", hint="use seconds (3600 or 3600s) or 90m, 24h, 7d"
-            )
-        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds <= 0:
-        raise JobSpecError(f"invalid duration {value!r}: must be positive")
-    return seconds
-
-
-def _get(obj: Mapping[str, Any], camel: str, default: Any = None) -> Any:
-    if camel in obj:
-        return obj[camel]
-    snake = re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower()
-    return obj.get(snake, default)
+def _get(obj: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    value = obj.get(key, default) if isinstance(obj, Mapping) else default
+    return default if value is None else value
 
 
 def _env_pairs(entries: Sequence[Mapping[str, Any]] | None, where: str) -> tuple[tuple[str, str], ...]:
@@ -128,7 +108,7 @@ def _parse_pool(index: int, raw: Mapping[str, Any], require_command: bool = True
         return None
     machine = _get(raw, "machineSpec", {}) or {}
     accelerators = int(_get(machine, "acceleratorCount", 0) or 0)
-    if not _get(machine, "acceleratorType"):
+    if _get(machine, "acceleratorType", "ACCELERATOR_TYPE_UNSPECIFIED") == "ACCELERATOR_TYPE_UNSPECIFIED":
         accelerators = 0  # a count without a type gives no GPU on Vertex (reference/vertex.md §2.2)
     common: dict[str, Any] = {
         "index": index,
@@ -181,10 +161,16 @@ def parse_job_spec(spec: Mapping[str, Any], *, require_command: bool = True) -> 
     `require_command=False` accepts container pools without a command: in a container the image's
     ENTRYPOINT runs, as on Vertex (`local-run --docker`); on the host there is nothing to run.
     """
-    raw_pools = _get(spec, "workerPoolSpecs")
+    if not isinstance(spec, Mapping):
+        raise JobSpecError(f"a CustomJobSpec is an object, got {type(spec).__name__}")
+    try:
+        normalized = normalize_job_spec(dict(spec))
+    except ValueError as exc:
+        raise JobSpecError(str(exc)) from None
+    raw_pools = normalized.get("workerPoolSpecs")
     if isinstance(raw_pools, Mapping):  # gcloud's single-pool shorthand (reference/vertex.md §5.1)
         raw_pools = [raw_pools]
-    if not isinstance(raw_pools, Sequence) or not raw_pools:
+    if not isinstance(raw_pools, Sequence) or isinstance(raw_pools, str) or not raw_pools:
         raise JobSpecError("the job has no workerPoolSpecs")
     if len(raw_pools) > len(POOL_ROLES):
         raise JobSpecError(f"the job has {len(raw_pools)} worker pools; Vertex allows at most 4")
@@ -198,13 +184,17 @@ def parse_job_spec(spec: Mapping[str, Any], *, require_command: bool = True) -> 
         raise JobSpecError("workerPoolSpecs[0] (the primary replica) is missing or has no replicas")
     if chief.replica_count != 1:
         raise JobSpecError(f"workerPoolSpecs[0].replicaCount must be 1, got {chief.replica_count}")
-    output = _get(spec, "baseOutputDirectory") or {}
-    scheduling = _get(spec, "scheduling") or {}
+    output = _get(normalized, "baseOutputDirectory", {})
+    scheduling = _get(normalized, "scheduling", {})
     timeout = _get(scheduling, "timeout")
+    try:
+        timeout_s = parse_duration(timeout) if timeout else None
+    except ValueError as exc:
+        raise JobSpecError(f"scheduling.timeout: {exc}") from None
     return JobSpec(
         pools=pools,
         output_uri_prefix=_get(output, "outputUriPrefix") or None,
-        timeout_s=parse_duration(timeout) if timeout else None,
+        timeout_s=timeout_s,
         restart_job_on_worker_restart=bool(_get(scheduling, "restartJobOnWorkerRestart", False)),
         disable_retries=bool(_get(scheduling, "disableRetries", False)),
         raw=spec,

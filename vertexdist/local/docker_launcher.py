@@ -1,4 +1,4 @@
-"""`vertexdist local-run TEMPLATE --docker`: every replica of a `build` template as a container of its image.
+"""The local backend's second launcher (`local-run --docker`): the same launch plan, each replica a container.
 
 The replicas share one user-defined bridge network named after the job, where each container's host name is
 its replica name (`workerpool0-0`), so CLUSTER_SPEC, TF_CONFIG and MASTER_ADDR name `workerpoolP-I:2222` as
@@ -6,35 +6,33 @@ on Vertex (reference/vertex.md §1). The run folder's `gcs/` is mounted at `/ver
 replicas' VERTEXDIST_GCS_ROOT points. Reduction-server replicas run the local stand-in inside the job's
 image (the real reduction-server image needs GPUs and Google's NCCL plugin), so their host names resolve.
 
-`docker_job_plan` is pure (what `--plan --docker` prints, no daemon needed); `start_docker_job` is the edge:
-build the image unless its tag is present, create the network, run the plan with the local runner (which
-ends each container with `docker rm --force` when it stops the job), and remove the network at the end.
+`docker_job_plan` is pure (what `--plan --docker` prints, no daemon needed); `DockerSetup` holds the edges
+the runner calls around the plan: build the image unless its tag is present and create the network while
+the job is PENDING, remove the network at the end (the runner ends each container with `docker rm -f`).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vertexdist.container.docker import (
-    DockerCliRunner,
+from vertexdist.container.docker import DockerCliRunner, docker_image_exists_locally
+from vertexdist.container.ensure import BuildPlan
+from vertexdist.errors import VertexdistError
+from vertexdist.local.docker_argv import (
     docker_gpus_value,
-    docker_image_exists_locally,
     docker_network_create_argv,
     docker_network_rm_argv,
     docker_rm_force_argv,
     docker_run_argv,
 )
-from vertexdist.container.ensure import BuildPlan
-from vertexdist.errors import VertexdistError
 from vertexdist.local.environment import VERTEX_CLUSTER_PORT, JobContext, replica_slots
-from vertexdist.local.job import parse_job_spec
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, STANDIN_CODE, LaunchPlan, build_plan
-from vertexdist.local.runner import DEFAULT_GRACE_S, DEFAULT_SETTLE_S, JobEvent, LocalJob
+from vertexdist.wire.job_spec import JobSpec
 
 CONTAINER_GCS_ROOT = "/vertexdist/gcs"
 
@@ -49,9 +47,9 @@ class DockerJobPlan:
     setup: tuple[tuple[str, ...], ...]
     teardown: tuple[tuple[str, ...], ...]
 
-    def to_dict(self, mask: Any = None) -> dict[str, Any]:
+    def to_dict(self, *, masked: bool = True) -> dict[str, Any]:
         return {
-            **self.launch.to_dict(mask=mask),
+            **self.launch.to_dict(masked=masked),
             "docker": {
                 "image": self.image_uri,
                 "network": self.network,
@@ -71,7 +69,7 @@ def caller_user() -> str:
 
 
 def docker_job_plan(
-    spec: Mapping[str, Any],
+    job: JobSpec,
     ctx: JobContext,
     *,
     image_uri: str,
@@ -84,7 +82,6 @@ def docker_job_plan(
     """One `docker run` per replica (pure): Vertex's addresses by host name, the gcs root mounted, each
     replica's share of the host GPUs given with `--gpus` (inside, the container numbers them from 0);
     `run_as` (`UID:GID`, see `caller_user`) is the user the replicas run as."""
-    job = parse_job_spec(spec, require_command=False)
     for pool in job.pools:
         if pool.kind == "python_package":
             raise VertexdistError(
@@ -168,58 +165,40 @@ def _run_docker(argv: Sequence[str], log: Callable[[str], None]) -> subprocess.C
     return result
 
 
-def start_docker_job(
-    spec: Mapping[str, Any],
-    ctx: JobContext,
-    image_build: BuildPlan,
-    *,
-    run_dir: Path,
-    host_gpus: Sequence[str] = (),
-    on_event: Callable[[JobEvent], None] | None = None,
-    grace_s: float = DEFAULT_GRACE_S,
-    settle_s: float = DEFAULT_SETTLE_S,
-    timeout_s: float | None = None,
-    docker: str = "docker",
-) -> LocalJob:
-    """Start the job's containers and return at once. While the job is PENDING the image is built (its
-    output in `logs/build.log`) and the network created; a failure there fails the job with the reason."""
-    build_log = run_dir / "logs" / "build.log"
-    created: list[str] = []
+@dataclass(frozen=True)
+class DockerSetup:
+    """What runs around a docker job's plan: the image and network before it, the network's removal after.
 
-    def log(line: str) -> None:
-        with open(build_log, "a", encoding="utf-8") as out:
+    Both run in the job's supervisor thread; `prepare` while the job is PENDING (its output goes to
+    `logs/build.log`), so a failed build fails the job with the reason.
+    """
+
+    plan: DockerJobPlan
+    image_build: BuildPlan
+    run_dir: Path
+    gcs_root: Path
+    docker: str = "docker"
+
+    @property
+    def build_log(self) -> Path:
+        return self.run_dir / "logs" / "build.log"
+
+    def _log(self, line: str) -> None:
+        with open(self.build_log, "a", encoding="utf-8") as out:
             out.write(line + "\n")
 
-    def prepare() -> LaunchPlan:
-        build_log.parent.mkdir(parents=True, exist_ok=True)
-        plan = docker_job_plan(
-            spec,
-            ctx,
-            image_uri=image_build.image_uri,
-            run_dir=run_dir,
-            host_gpus=host_gpus,
-            docker=docker,
-            run_as=caller_user(),
-        )
-        if not ensure_local_image(image_build, DockerCliRunner(docker, log=log), docker=docker):
-            log(f"{image_build.image_uri} exists; nothing to build")
+    def prepare(self) -> None:
+        self.build_log.parent.mkdir(parents=True, exist_ok=True)
+        if not ensure_local_image(
+            self.image_build, DockerCliRunner(self.docker, log=self._log), docker=self.docker
+        ):
+            self._log(f"{self.image_build.image_uri} exists; nothing to build")
         # Owned by the user before docker would create it as root for the mount.
-        Path(ctx.gcs_root).mkdir(parents=True, exist_ok=True)
-        for argv in plan.setup:
-            if _run_docker(argv, log).returncode != 0:
-                raise VertexdistError(f"`{' '.join(argv)}` failed", hint=f"see {build_log}")
-        created.append(plan.network)
-        return plan.launch
+        self.gcs_root.mkdir(parents=True, exist_ok=True)
+        for argv in self.plan.setup:
+            if _run_docker(argv, self._log).returncode != 0:
+                raise VertexdistError(f"`{' '.join(argv)}` failed", hint=f"see {self.build_log}")
 
-    def remove_network() -> None:
-        for network in created:
-            _run_docker(docker_network_rm_argv(network, docker=docker), log)
-
-    return LocalJob(
-        prepare,
-        on_event=on_event,
-        on_finish=remove_network,
-        grace_s=grace_s,
-        settle_s=settle_s,
-        timeout_s=timeout_s,
-    ).start()
+    def finish(self) -> None:
+        for argv in self.plan.teardown:
+            _run_docker(argv, self._log)

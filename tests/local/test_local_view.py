@@ -10,16 +10,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from vertexdist.cli.local_live import LiveView
+from vertexdist.cli.local_report import summary_lines
+from vertexdist.cli.local_view import PrefixedView, View, follow
 from vertexdist.local import JobContext, JobEvent, JobState, start_job
-from vertexdist.local.view import (
-    LiveView,
-    LogFollower,
-    PrefixedView,
-    View,
-    follow,
-    last_lines,
-    summary_lines,
-)
+from vertexdist.local.logs import LogFollower, last_lines
 
 
 def test_follower_returns_only_complete_new_lines(tmp_path: Path) -> None:

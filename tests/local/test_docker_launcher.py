@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from vertexdist.container.docker import docker_daemon_answers
-from vertexdist.container.docker_job import CONTAINER_GCS_ROOT, docker_job_plan
 from vertexdist.errors import VertexdistError
+from vertexdist.local.docker_launcher import CONTAINER_GCS_ROOT, docker_job_plan
 from vertexdist.local.environment import JobContext, hostname_cluster_addresses
-from vertexdist.local.job import parse_job_spec
 from vertexdist.local.plan import LaunchPlan, ReplicaLaunch, build_plan
 from vertexdist.local.runner import JobState, LocalJob
+from vertexdist.wire.job_spec import parse_job_spec
 
 IMAGE = "us-central1-docker.pkg.dev/p/trainers/vertexdist-trainer:ctx-0123456789abcdef0123"
 REDUCER_IMAGE = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
@@ -47,6 +47,10 @@ def _spec(workers: int = 2, reducers: int = 1) -> dict[str, Any]:
             }
         )
     return {"workerPoolSpecs": pools, "baseOutputDirectory": {"outputUriPrefix": "gs://b/out"}}
+
+
+def _job(spec: dict[str, Any]) -> Any:
+    return parse_job_spec(spec, require_command=False)
 
 
 def _flag_values(argv: tuple[str, ...] | list[str], flag: str) -> list[str]:
@@ -102,15 +106,15 @@ def test_container_pools_without_a_command_are_refused_on_the_host_only() -> Non
 
 
 def test_docker_replicas_run_as_the_caller_so_the_mounted_run_folder_stays_theirs() -> None:
-    plan = docker_job_plan(_spec(), CTX, image_uri=IMAGE, run_dir=Path("/runs/job1"), run_as="1234:99")
+    plan = docker_job_plan(_job(_spec()), CTX, image_uri=IMAGE, run_dir=Path("/runs/job1"), run_as="1234:99")
     for launch in plan.launch.replicas:
         assert _flag_values(launch.argv, "--user") == ["1234:99"]
-    default = docker_job_plan(_spec(), CTX, image_uri=IMAGE, run_dir=Path("/runs/job1"))
+    default = docker_job_plan(_job(_spec()), CTX, image_uri=IMAGE, run_dir=Path("/runs/job1"))
     assert all("--user" not in launch.argv for launch in default.launch.replicas)
 
 
 def test_docker_plan_runs_one_named_container_per_replica_on_the_job_network() -> None:
-    plan = docker_job_plan(_spec(), CTX, image_uri=IMAGE, run_dir=Path("/runs/job1"))
+    plan = docker_job_plan(_job(_spec()), CTX, image_uri=IMAGE, run_dir=Path("/runs/job1"))
     assert plan.network == "local-job1"
     assert plan.setup == (("docker", "network", "create", "--driver", "bridge", "local-job1"),)
     assert plan.teardown == (("docker", "network", "rm", "local-job1"),)
@@ -136,7 +140,7 @@ def test_docker_plan_runs_one_named_container_per_replica_on_the_job_network() -
 
 
 def test_docker_plan_training_replicas_run_the_image_entrypoint_with_the_job_args() -> None:
-    plan = docker_job_plan(_spec(), CTX, image_uri=IMAGE, run_dir=Path("/r"))
+    plan = docker_job_plan(_job(_spec()), CTX, image_uri=IMAGE, run_dir=Path("/r"))
     worker = plan.launch.replica("workerpool1-1")
     assert "--entrypoint" not in worker.argv  # the job gives no command: the image's ENTRYPOINT runs
     assert worker.argv[-2:] == (IMAGE, "--epochs=1")
@@ -148,13 +152,13 @@ def test_docker_plan_training_replicas_run_the_image_entrypoint_with_the_job_arg
 def test_docker_plan_job_command_becomes_the_entrypoint() -> None:
     spec = _spec(workers=0, reducers=0)
     spec["workerPoolSpecs"][0]["containerSpec"]["command"] = ["python", "-m", "app.task"]
-    chief = docker_job_plan(spec, CTX, image_uri=IMAGE, run_dir=Path("/r")).launch.replicas[0]
+    chief = docker_job_plan(_job(spec), CTX, image_uri=IMAGE, run_dir=Path("/r")).launch.replicas[0]
     assert _flag_values(chief.argv, "--entrypoint") == ["python"]
     assert chief.argv[-4:] == (IMAGE, "-m", "app.task", "--epochs=1")
 
 
 def test_docker_plan_reduction_servers_hold_their_host_name_in_the_job_image() -> None:
-    reducer = docker_job_plan(_spec(), CTX, image_uri=IMAGE, run_dir=Path("/r")).launch.replica(
+    reducer = docker_job_plan(_job(_spec()), CTX, image_uri=IMAGE, run_dir=Path("/r")).launch.replica(
         "workerpool2-0"
     )
     assert reducer.is_training is False
@@ -167,7 +171,7 @@ def test_docker_plan_reduction_servers_hold_their_host_name_in_the_job_image() -
 
 def test_docker_plan_gives_each_replica_its_own_gpus() -> None:
     gpus = [str(i) for i in range(8)]
-    plan = docker_job_plan(_spec(), CTX, image_uri=IMAGE, run_dir=Path("/r"), host_gpus=gpus)
+    plan = docker_job_plan(_job(_spec()), CTX, image_uri=IMAGE, run_dir=Path("/r"), host_gpus=gpus)
     given = {r.name: _flag_values(r.argv, "--gpus") for r in plan.launch.replicas}
     assert given == {
         "workerpool0-0": ['"device=0,1"'],
@@ -180,10 +184,10 @@ def test_docker_plan_gives_each_replica_its_own_gpus() -> None:
 
 
 def test_docker_plan_without_host_gpus_passes_none_and_too_few_is_an_error() -> None:
-    plan = docker_job_plan(_spec(), CTX, image_uri=IMAGE, run_dir=Path("/r"))
+    plan = docker_job_plan(_job(_spec()), CTX, image_uri=IMAGE, run_dir=Path("/r"))
     assert all("--gpus" not in r.argv for r in plan.launch.replicas)
     with pytest.raises(VertexdistError, match="needs 6 GPUs"):
-        docker_job_plan(_spec(), CTX, image_uri=IMAGE, run_dir=Path("/r"), host_gpus=["0", "1"])
+        docker_job_plan(_job(_spec()), CTX, image_uri=IMAGE, run_dir=Path("/r"), host_gpus=["0", "1"])
 
 
 def test_docker_plan_refuses_python_package_pools() -> None:
@@ -196,7 +200,7 @@ def test_docker_plan_refuses_python_package_pools() -> None:
         ]
     }
     with pytest.raises(VertexdistError, match="Python package"):
-        docker_job_plan(spec, CTX, image_uri=IMAGE, run_dir=Path("/r"))
+        docker_job_plan(_job(spec), CTX, image_uri=IMAGE, run_dir=Path("/r"))
 
 
 # ----- the runner's stop commands (real processes) ------------------------------------------------------

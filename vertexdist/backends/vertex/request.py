@@ -6,12 +6,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from vertexdist.backends.base import Submission
 from vertexdist.packaging import build_sdist, package_uri
 from vertexdist.render import REQUEST_HASH_LABEL, render_request, request_hash
 from vertexdist.spec.models import JobTemplate
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A request ready to send, with the package it refers to (None for container jobs)."""
+
+    request: dict[str, Any]  # the CreateTrainingPipeline body: {"parent", "trainingPipeline"}
+    request_hash: str
+    package_path: Path | None = None
+    package_uri: str | None = None
+
+    @property
+    def parent(self) -> str:
+        return str(self.request["parent"])
 
 
 def build_submission(template: JobTemplate, *, package_dir: Path, image_uri: str | None = None) -> Submission:
@@ -28,4 +43,4 @@ def build_submission(template: JobTemplate, *, package_dir: Path, image_uri: str
     return Submission(request=request, request_hash=digest, package_path=pkg_path, package_uri=uri)
 
 
-__all__ = ["REQUEST_HASH_LABEL", "build_submission", "request_hash"]
+__all__ = ["REQUEST_HASH_LABEL", "Submission", "build_submission", "request_hash"]

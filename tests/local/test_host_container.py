@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from vertexdist.container.host import (
+from vertexdist.errors import VertexdistError
+from vertexdist.local.host_container import (
     DockerfileProcess,
     host_command,
     host_command_for_build,
     parse_dockerfile,
 )
-from vertexdist.errors import VertexdistError
 
 
 def test_parse_takes_the_last_stage_continuations_and_both_forms() -> None:
@@ -129,10 +129,10 @@ def test_the_repository_image_runs_the_bundled_trainer_on_the_host(repo_root: Pa
 
 
 def test_a_rendered_job_runs_its_built_image_pools_on_the_host(built_template: Callable[..., Path]) -> None:
-    from vertexdist.container.host import host_job_spec
-    from vertexdist.local.job import parse_job_spec
+    from vertexdist.local.host_container import host_job_spec
     from vertexdist.render import render_job_spec
     from vertexdist.spec import load_template
+    from vertexdist.wire.job_spec import parse_job_spec
 
     path = built_template()
     gpu_nodes = "machine_type: g2-standard-8\naccelerator_type: NVIDIA_L4\naccelerator_count: 1\n"

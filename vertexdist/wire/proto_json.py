@@ -1,4 +1,5 @@
-"""Proto-JSON shapes the emulator reads and writes, as plain dicts (the emulator never imports the SDK).
+"""Proto-JSON shapes of the Vertex REST API as plain dicts: what the emulator reads and writes, and how the
+Vertex backend reads back what the service returns (never through the SDK's types).
 
 Vertex REST bodies are proto3 JSON (https://protobuf.dev/programming-guides/json/): camelCase keys (original
 snake_case names are accepted too), int64 as strings, enums as names or, with `$alt=json;enum-encoding=int`,
@@ -12,7 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from vertexdist.emulator.enums import (
+from vertexdist.wire.enums import (
     ACCELERATOR_TYPES,
     JOB_STATES,
     PIPELINE_STATES,
@@ -61,7 +62,8 @@ def _as_int(value: Any, field: str) -> int:
 def normalize_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A CustomJobSpec with camelCase keys, ints for int fields and enum names (ValueError on bad enums)."""
     out = _camel_tree(spec)
-    for index, pool in enumerate(out.get("workerPoolSpecs") or []):
+    pools = out.get("workerPoolSpecs") or []
+    for index, pool in enumerate([pools] if isinstance(pools, dict) else pools):
         if not isinstance(pool, dict):
             raise ValueError(f"workerPoolSpecs[{index}]: expected an object")
         for key in ("replicaCount",):

@@ -1,8 +1,8 @@
-"""Enum tables of the Vertex v1 API that the emulator reads and writes.
+"""Enum tables of the Vertex v1 API that the wire reader, the emulator and the Vertex backend share.
 
 Values follow google.cloud.aiplatform.v1 (`job_state.proto`, `pipeline_state.proto`, `accelerator_type.proto`,
 `custom_job.proto` Scheduling.Strategy). REST clients send `$alt=json;enum-encoding=int`, so enums arrive and
-must leave as integers; other callers use names. Kept here as data so the emulator never imports the SDK.
+must leave as integers; other callers use names. Kept as data so none of them needs the SDK to read a body.
 """
 
 from __future__ import annotations

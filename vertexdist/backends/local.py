@@ -1,0 +1,180 @@
+"""The local backend: a template's job on this machine, behind the same interface as the Vertex backend.
+
+`dryrun(template)` packages and renders the template as submit does and returns the `LocalRequest` with its
+launch plan (what `local-run --plan` prints); `schedule(request)` runs exactly that plan and returns the job
+id. `describe`, `list`, `cancel` and `logs` address a job by that id: one started here, or the run folder an
+earlier `local-run` left (its `summary.json`). Each run folder keeps `job.json` (the CustomJobSpec),
+`plan.json` (secrets masked), `summary.json`, `logs/` and the replicas' working folders.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vertexdist.backends.base import JobStatus, LogChunk, LogsPage
+from vertexdist.errors import VertexdistError
+from vertexdist.local.logs import read_pages
+from vertexdist.local.request import LocalRequest
+from vertexdist.local.runner import JobEvent, JobResult, LocalJob
+from vertexdist.local.template_job import LocalOptions, prepare_request
+from vertexdist.render import mask_secrets
+from vertexdist.spec.models import JobTemplate
+
+SUMMARY = "summary.json"
+
+
+def summary_of(job_id: str, display_name: str, run_dir: Path, result: JobResult) -> dict[str, Any]:
+    """What a finished job leaves in its `summary.json` (and `local-run --json` prints last)."""
+    error = (
+        None if result.error is None else {"message": result.error.message, "replica": result.error.replica}
+    )
+    return {
+        "job_id": job_id,
+        "display_name": display_name,
+        "state": result.state.value,
+        "error": error,
+        "restarts": result.restarts,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "run_dir": str(run_dir),
+        "replicas": [
+            {
+                "name": r.name,
+                "state": r.state.value,
+                "pid": r.pid,
+                "exit_code": r.exit_code,
+                "log": str(r.log_path),
+            }
+            for r in result.replicas
+        ],
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+
+
+class UnknownLocalJob(VertexdistError):
+    """No job of that id runs here, and no run folder holds one."""
+
+
+class LocalBackend:
+    def __init__(
+        self,
+        options: LocalOptions | None = None,
+        *,
+        grace_s: float = 5.0,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.options = options or LocalOptions()
+        self._grace_s = grace_s
+        self._timeout_s = timeout_s
+        self._jobs: dict[str, tuple[LocalRequest, LocalJob]] = {}
+        self._lock = threading.Lock()
+
+    # --- submit -----------------------------------------------------------------------------------
+    def dryrun(self, template: JobTemplate, *, scratch: Path | None = None) -> LocalRequest:
+        """The template's LocalRequest; with `scratch` nothing is made but its sdist there (a plan only)."""
+        return prepare_request(template, self.options, scratch=scratch)
+
+    def schedule(self, request: LocalRequest, *, on_event: Callable[[JobEvent], None] | None = None) -> str:
+        from vertexdist.local.launch import schedule
+
+        run_dir = request.run_dir
+        _write_json(run_dir / "job.json", dict(request.job.raw))
+        _write_json(run_dir / "plan.json", request.to_dict())
+
+        def write_summary() -> None:
+            job = self.job(request.job_id)
+            summary = summary_of(request.job_id, request.display_name, run_dir, job.result())
+            _write_json(run_dir / SUMMARY, summary)
+
+        job = schedule(
+            request,
+            on_event=on_event,
+            on_finish=write_summary,
+            grace_s=self._grace_s,
+            timeout_s=self._timeout_s,
+        )
+        with self._lock:
+            self._jobs[request.job_id] = (request, job)
+        return str(request.job_id)
+
+    def job(self, name: str) -> LocalJob:
+        """The running (or finished) job this backend started, for views that follow it."""
+        with self._lock:
+            found = self._jobs.get(name)
+        if found is None:
+            raise UnknownLocalJob(f"no local job {name} was started here")
+        return found[1]
+
+    def summary(self, name: str) -> dict[str, Any]:
+        """The finished job's summary (what its run folder's summary.json holds)."""
+        path = self.run_dir(name) / SUMMARY
+        try:
+            return dict(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            raise UnknownLocalJob(
+                f"local job {name} has no summary in {path}", hint="it may still be running"
+            ) from None
+
+    # --- jobs -------------------------------------------------------------------------------------
+    def run_dir(self, name: str) -> Path:
+        """The run folder of job `name` (started here, or an earlier run under the runs folder)."""
+        with self._lock:
+            found = self._jobs.get(name)
+        if found is not None:
+            return found[0].run_dir
+        return (self.options.runs_dir / name).resolve()
+
+    def describe(self, name: str) -> JobStatus:
+        with self._lock:
+            found = self._jobs.get(name)
+        if found is not None:
+            request, job = found
+            error = job.error
+            return JobStatus(
+                name=name,
+                display_name=request.display_name,
+                state=job.state.value.removeprefix("JOB_STATE_"),
+                error=error.message if error else None,
+                spec=mask_secrets(dict(request.job.raw)),
+            )
+        summary = self.summary(name)
+        spec_path = self.run_dir(name) / "job.json"
+        spec = json.loads(spec_path.read_text()) if spec_path.is_file() else {}
+        return JobStatus(
+            name=name,
+            display_name=str(summary.get("display_name", "")),
+            state=str(summary.get("state", "")).removeprefix("JOB_STATE_"),
+            error=(summary.get("error") or {}).get("message"),
+            spec=mask_secrets(spec),
+        )
+
+    def list(self, limit: int = 50) -> list[JobStatus]:
+        """Jobs started here, then earlier run folders, newest first."""
+        with self._lock:
+            names = list(self._jobs)
+        runs = self.options.runs_dir
+        if runs.is_dir():
+            names += sorted((p.name for p in runs.iterdir() if (p / SUMMARY).is_file()), reverse=True)
+        return [self.describe(name) for name in list(dict.fromkeys(names))[:limit]]
+
+    def cancel(self, name: str) -> None:
+        self.job(name).cancel()
+
+    def logs(self, name: str, offsets: dict[str, int] | None = None) -> LogsPage:
+        with self._lock:
+            found = self._jobs.get(name)
+        if found is not None:
+            files = found[1].log_paths()
+        else:
+            folder = self.run_dir(name) / "logs"
+            files = {p.stem: p for p in folder.glob("workerpool*.log")} if folder.is_dir() else {}
+        pages = read_pages(files, offsets or {})
+        return LogsPage(chunks=[LogChunk(p.replica, p.text, p.next_offset) for p in pages])

@@ -1,0 +1,144 @@
+"""The Vertex backend: the only place that talks to google-cloud-aiplatform / google-cloud-storage, lazily.
+
+Uses the low-level GAPIC clients (`clients.Clients`) with an explicit endpoint, transport and credentials;
+every call goes through one retry policy (`retry.Caller`). Calls are non-blocking; callers poll `describe`
+at their own pace, not the SDK's 5 s. Logs come from the `LogSource` it is given (`logs`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from vertexdist.backends.base import JobStatus, LogsPage
+from vertexdist.backends.config import Target
+from vertexdist.backends.vertex.clients import Clients
+from vertexdist.backends.vertex.logs import ConsoleLogLinks, LogSource
+from vertexdist.backends.vertex.request import REQUEST_HASH_LABEL, Submission, build_submission
+from vertexdist.backends.vertex.retry import Caller, RetryPolicy
+from vertexdist.backends.vertex.status import epoch, status_of
+from vertexdist.backends.vertex.upload import ProgressFn, upload_package
+from vertexdist.spec.models import JobTemplate
+
+DEFAULT_PACKAGE_DIR = Path(".vertexdist/cache/sdist")
+CALL_TIMEOUT_S = 60.0
+
+
+class VertexBackend:
+    def __init__(
+        self,
+        target: Target,
+        *,
+        package_dir: Path = DEFAULT_PACKAGE_DIR,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clients: Clients | None = None,
+        log_source: LogSource | None = None,
+    ) -> None:
+        self.target = target
+        self._package_dir = Path(package_dir)
+        self.clients = clients or Clients(target)
+        self._call = Caller(target, retry, sleep)
+        self._logs = log_source or ConsoleLogLinks()
+
+    # --- submit -----------------------------------------------------------------------------------
+    def dryrun(self, template: JobTemplate, *, image_uri: str | None = None) -> Submission:
+        return build_submission(template, package_dir=self._package_dir, image_uri=image_uri)
+
+    def recent_duplicates(self, submission: Submission, within_s: float) -> list[JobStatus]:
+        """Pipelines created from the very same request in the last `within_s` seconds."""
+        cutoff = time.time() - within_s
+        return [s for s in self._same_request(submission) if s.create_time and epoch(s.create_time) >= cutoff]
+
+    def _same_request(self, submission: Submission) -> list[JobStatus]:
+        label_filter = f'labels.{REQUEST_HASH_LABEL}="{submission.request_hash}"'
+        pager = self._call(
+            "listing training pipelines",
+            lambda: self.clients.pipelines.list_training_pipelines(
+                request={"parent": submission.parent, "filter": label_filter}, timeout=CALL_TIMEOUT_S
+            ),
+        )
+        return [status_of(p, self.target) for p in pager]
+
+    def upload(self, submission: Submission, progress: ProgressFn | None = None) -> bool:
+        """Upload the sdist unless the bucket already holds it; True if uploaded."""
+        return upload_package(submission, self.clients, self._call, progress)
+
+    def schedule(self, request: Submission) -> str:
+        """Create the TrainingPipeline; a transient failure is retried without ever creating two."""
+        from google.cloud.aiplatform_v1.types import TrainingPipeline
+
+        body = TrainingPipeline.from_json(json.dumps(request.request["trainingPipeline"]))
+        started = time.time() - 5.0  # clock skew slack for matching a job the failed attempt may have made
+
+        def already_created() -> str | None:
+            for status in self._same_request(request):
+                if status.create_time and epoch(status.create_time) >= started:
+                    return status.name
+            return None
+
+        created = self._call(
+            "creating the training pipeline",
+            lambda: self.clients.pipelines.create_training_pipeline(
+                parent=request.parent, training_pipeline=body, timeout=CALL_TIMEOUT_S
+            ),
+            on_retry=already_created,
+        )
+        return created if isinstance(created, str) else str(created.name)
+
+    # --- jobs -------------------------------------------------------------------------------------
+    def describe(self, name: str) -> JobStatus:
+        if "/customJobs/" in name:
+            job = self._call(
+                f"reading {name}", lambda: self.clients.jobs.get_custom_job(name=name, timeout=CALL_TIMEOUT_S)
+            )
+        else:
+            job = self._call(
+                f"reading {name}",
+                lambda: self.clients.pipelines.get_training_pipeline(name=name, timeout=CALL_TIMEOUT_S),
+            )
+        return status_of(job, self.target)
+
+    def list(self, limit: int = 50) -> list[JobStatus]:
+        """TrainingPipelines, then CustomJobs that no listed pipeline owns (e.g. made with CustomJob.run)."""
+        parent = self.target.parent
+        pipelines = self._call(
+            "listing training pipelines",
+            lambda: self.clients.pipelines.list_training_pipelines(
+                request={"parent": parent, "page_size": limit}, timeout=CALL_TIMEOUT_S
+            ),
+        )
+        found = [status_of(p, self.target) for _, p in zip(range(limit), pipelines, strict=False)]
+        owned = {s.backing_job for s in found if s.backing_job}
+        jobs = self._call(
+            "listing custom jobs",
+            lambda: self.clients.jobs.list_custom_jobs(
+                request={"parent": parent, "page_size": limit}, timeout=CALL_TIMEOUT_S
+            ),
+        )
+        found += [
+            status_of(j, self.target) for _, j in zip(range(limit), jobs, strict=False) if j.name not in owned
+        ]
+        found.sort(key=lambda s: s.create_time or "", reverse=True)
+        return found[:limit]
+
+    def cancel(self, name: str) -> None:
+        if "/customJobs/" in name:
+            self._call(
+                f"cancelling {name}",
+                lambda: self.clients.jobs.cancel_custom_job(name=name, timeout=CALL_TIMEOUT_S),
+            )
+        else:
+            self._call(
+                f"cancelling {name}",
+                lambda: self.clients.pipelines.cancel_training_pipeline(name=name, timeout=CALL_TIMEOUT_S),
+            )
+
+    def logs(self, name: str, offsets: dict[str, int] | None = None) -> LogsPage:
+        """Replica log text since `offsets` from the log source, or where the logs can be read."""
+        return self._call(
+            f"reading the logs of {name}",
+            lambda: self._logs.read(name, offsets or {}, lambda: self.describe(name)),
+        )

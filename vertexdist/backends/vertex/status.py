@@ -1,0 +1,86 @@
+"""A Vertex resource (TrainingPipeline or CustomJob, as the client returns it) as the backend's `JobStatus`.
+
+The spec is read back through the one wire reader (`vertexdist.wire`): the SDK writes a pipeline's
+`trainingTaskInputs` with snake_case keys and floats for ints.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from vertexdist.backends.base import JobStatus
+from vertexdist.backends.config import Target, parse_job_name
+from vertexdist.render import MASK, is_secret_name, mask_secrets
+from vertexdist.wire.proto_json import normalize_job_spec
+
+
+def _short_state(state: str) -> str:
+    return state.removeprefix("PIPELINE_STATE_").removeprefix("JOB_STATE_")
+
+
+def _camel_spec(inputs: Any) -> dict[str, Any]:
+    if not isinstance(inputs, dict):
+        return {}
+    try:
+        return normalize_job_spec(inputs)
+    except ValueError:
+        return inputs
+
+
+def _secret_values(spec: dict[str, Any]) -> tuple[str, ...]:
+    values = []
+    for pool in spec.get("workerPoolSpecs") or []:
+        code = (pool or {}).get("pythonPackageSpec") or (pool or {}).get("containerSpec") or {}
+        for entry in code.get("env") or []:
+            if is_secret_name(str(entry.get("name", ""))) and entry.get("value"):
+                values.append(str(entry["value"]))
+    return tuple(dict.fromkeys(values))
+
+
+def mask_text(text: str, secrets: tuple[str, ...]) -> str:
+    """Log text with every secret value replaced (longest first, so overlapping values stay hidden)."""
+    for value in sorted(secrets, key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text
+
+
+def epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def console_url(name: str, target: Target) -> str | None:
+    parts = parse_job_name(name)
+    if target.is_emulator or not parts:
+        return None
+    kind = "training" if parts["collection"] == "trainingPipelines" else "training/custom-jobs"
+    return (
+        f"https://console.cloud.google.com/vertex-ai/locations/{parts['location']}/{kind}/"
+        f"{parts['id']}?project={parts['project']}"
+    )
+
+
+def status_of(resource: Any, target: Target) -> JobStatus:
+    from google.protobuf import json_format
+
+    data: dict[str, Any] = json_format.MessageToDict(type(resource).pb(resource))
+    name = str(data.get("name", ""))
+    if "trainingTaskInputs" in data:
+        spec = _camel_spec(data["trainingTaskInputs"])
+    else:
+        spec = data.get("jobSpec", {})
+    error = data.get("error") or {}
+    return JobStatus(
+        name=name,
+        display_name=str(data.get("displayName", "")),
+        state=_short_state(str(data.get("state", "STATE_UNSPECIFIED"))),
+        create_time=data.get("createTime"),
+        start_time=data.get("startTime"),
+        end_time=data.get("endTime"),
+        error=error.get("message") if error else None,
+        backing_job=(data.get("trainingTaskMetadata") or {}).get("backingCustomJob"),
+        labels=dict(data.get("labels") or {}),
+        console_url=console_url(name, target),
+        spec=mask_secrets(spec),
+        secret_values=_secret_values(spec),
+    )

@@ -1,0 +1,54 @@
+"""How the job commands print a job: its status block and its replica log lines (secrets masked)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from vertexdist.backends.base import JobStatus, LogChunk
+
+
+def status_lines(status: JobStatus) -> list[str]:
+    lines = [f"{status.name}", f"  display name: {status.display_name}", f"  state:        {status.state}"]
+    for label, value in (
+        ("created", status.create_time),
+        ("started", status.start_time),
+        ("ended", status.end_time),
+        ("error", status.error),
+        ("custom job", status.backing_job),
+        ("console", status.console_url),
+    ):
+        if value:
+            lines.append(f"  {label + ':':<13} {value}")
+    pools = status.spec.get("workerPoolSpecs") or []
+    for index, pool in enumerate(pools):
+        if not pool:
+            continue
+        machine = pool.get("machineSpec") or {}
+        accel = (
+            f" + {machine.get('acceleratorCount')} x {machine['acceleratorType']}"
+            if machine.get("acceleratorType")
+            else ""
+        )
+        code = pool.get("pythonPackageSpec") or pool.get("containerSpec") or {}
+        env = ", ".join(f"{e['name']}={e['value']}" for e in code.get("env") or [])
+        lines.append(
+            f"  workerpool{index}: {pool.get('replicaCount', 1)} x {machine.get('machineType')}{accel}"
+            + (f"  env: {env}" if env else "")
+        )
+    return lines
+
+
+def print_chunk(chunk: LogChunk, status: JobStatus, *, as_json: bool) -> None:
+    from vertexdist.backends.vertex.status import mask_text
+
+    text = mask_text(chunk.text, status.secret_values)
+    if as_json:
+        for line in text.splitlines():
+            typer.echo(json.dumps({"replica": chunk.replica, "line": line}))
+        return
+    for line in text.splitlines():
+        typer.echo(f"[{chunk.replica}] {line}")

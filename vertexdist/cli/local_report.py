@@ -1,0 +1,62 @@
+"""What `local-run` prints besides the live view: the launch plan (`--plan`) and the summary at the end."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from vertexdist.local.logs import last_lines
+from vertexdist.local.runner import JobResult, JobState, ReplicaStatus
+
+
+def print_plan(plan_dict: dict[str, Any], as_json: bool) -> None:
+    """The plan as JSON, or as text: each replica's argv, folder, log and environment."""
+    if as_json:
+        typer.echo(json.dumps(plan_dict, indent=2))
+        return
+    typer.echo(f"job {plan_dict['job_id']}  run folder {plan_dict['run_dir']}")
+    timeout = "none" if plan_dict["timeout_s"] is None else f"{plan_dict['timeout_s']:g}s"
+    typer.echo(f"timeout {timeout}  job restarts allowed: {plan_dict['max_restarts']}")
+    for replica in plan_dict["replicas"]:
+        typer.echo(f"\n{replica['name']}  ({replica['kind']}, {replica['address']})")
+        typer.echo(f"  argv: {shlex.join(replica['argv']) if replica['kind'] != 'standin' else '<stand-in>'}")
+        typer.echo(f"  cwd:  {replica['cwd']}")
+        typer.echo(f"  log:  {replica['log']}")
+        typer.echo("  env:")
+        for key, value in sorted(replica["env"].items()):
+            typer.echo(f"    {key}={value}")
+        if replica.get("stop_argv"):
+            typer.echo(f"  stop: {shlex.join(replica['stop_argv'])}")
+    docker = plan_dict.get("docker")
+    if docker:
+        typer.echo(f"\nimage {docker['image']} (built from the context unless the daemon has it)")
+        for argv in docker["setup"]:
+            typer.echo(f"before: {shlex.join(argv)}")
+        for argv in docker["teardown"]:
+            typer.echo(f"after:  {shlex.join(argv)}")
+
+
+def summary_lines(
+    result: JobResult, run_dir: Path, *, tail: Callable[[Path], list[str]] = last_lines
+) -> list[str]:
+    """What to print once the job is done: its state, and for a failure the first failing replica's tail
+    (the error message itself is the CLI's `error:` line)."""
+    lines = [
+        f"job {result.state.value} after {result.elapsed_s:.1f}s"
+        + (f" ({result.restarts} restarts)" if result.restarts else "")
+    ]
+    error = result.error
+    if result.state is JobState.SUCCEEDED:
+        lines.append(f"logs: {run_dir / 'logs'}")
+        return lines
+    if error is not None:
+        failed: ReplicaStatus | None = next((r for r in result.replicas if r.name == error.replica), None)
+        if failed is not None:
+            lines.append(f"last lines of {failed.log_path}:")
+            lines.extend(f"  {line}" for line in tail(failed.log_path))
+    return lines

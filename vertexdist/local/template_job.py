@@ -1,0 +1,126 @@
+"""A template made ready for the local backend: packaged and rendered the way submit does (same sdist, same
+CustomJobSpec), read once into the typed job, and planned.
+
+A `build` template runs its image on Vertex; here its replicas run the image's command on the host, from
+the build context, with the Dockerfile's environment, or (`docker=True`) as containers of the built image.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vertexdist.errors import UsageError
+from vertexdist.local.environment import JobContext
+from vertexdist.local.request import LocalRequest, build_docker_request, build_request
+from vertexdist.wire.job_spec import parse_job_spec
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
+
+RUNS_DIR = Path(".vertexdist/runs")
+PACKAGE_CACHE = Path(".vertexdist/cache/packages")
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """How `local-run` runs a template: where, how many processes per replica, on the host or in docker."""
+
+    runs_dir: Path = RUNS_DIR
+    out: Path | None = None  # the run folder itself (default: <runs_dir>/<job id>)
+    package_cache: Path = PACKAGE_CACHE
+    procs_per_replica: int | None = None
+    docker: bool = False
+
+
+def new_job_id() -> str:
+    return time.strftime("local-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
+
+
+def require_docker(t: JobTemplate, *, need_daemon: bool) -> None:
+    """`--docker` needs a template with an image to build and, to run, a Docker daemon that answers."""
+    if t.build is None:
+        where = f" {t.source_path}" if t.source_path else ""
+        raise UsageError(
+            f"--docker runs the replicas in the template's image, but the template{where} has no "
+            "`build` section",
+            hint="drop --docker to run the replicas on the host, or add a `build` section",
+        )
+    if need_daemon:
+        from vertexdist.container.docker import docker_daemon_answers
+
+        if not docker_daemon_answers():
+            raise UsageError(
+                "--docker needs a Docker daemon, and none answers (`docker version` reached no server)",
+                hint="start Docker, or drop --docker: without it the replicas run on the host",
+            )
+
+
+def make_run_dir(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot create the run folder {run_dir}: {exc.strerror or exc}", hint="pick another --out"
+        ) from exc
+
+
+def prepare_request(t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None) -> LocalRequest:
+    """The template's local request. With `scratch` (a dry run) the sdist goes there, no run folder is made
+    and `--docker` needs no daemon; otherwise the run folder is made before anything is built into it."""
+    from vertexdist.render import render_job_spec
+
+    if options.docker:
+        require_docker(t, need_daemon=scratch is None)
+    job_id = new_job_id()
+    run_dir = (options.out or options.runs_dir / job_id).resolve()
+    ctx = JobContext(
+        job_id=job_id,
+        project=t.project,
+        region=t.location,
+        gcs_root=str(run_dir / "gcs"),
+        procs_per_replica=options.procs_per_replica,
+        default_output_uri=f"gs://vertexdist-local/{job_id}",
+    )
+    if scratch is None:
+        make_run_dir(run_dir)
+    if t.build is not None:
+        from vertexdist.container.ensure import plan_build
+
+        image_build = plan_build(t)
+        spec = render_job_spec(t, image_uri=image_build.image_uri)
+        if options.docker:
+            job = parse_job_spec(spec, require_command=False)
+            return build_docker_request(job, ctx, image_build, run_dir=run_dir, display_name=t.display_name)
+        from vertexdist.local.host_container import host_job_spec
+
+        assert t.build is not None
+        host_spec = host_job_spec(
+            spec,
+            image_uri=image_build.image_uri,
+            context=Path(t.build.context),
+            dockerfile=Path(t.build.dockerfile),
+        )
+        return build_request(
+            parse_job_spec(host_spec),
+            ctx,
+            run_dir=run_dir,
+            sdists={},
+            cache_dir=options.package_cache.resolve(),
+            display_name=t.display_name,
+        )
+    from vertexdist.packaging import build_sdist, package_uri
+
+    sdist = build_sdist(t.trainer, scratch or run_dir / "package")
+    uri = package_uri(t.staging_bucket, sdist)
+    return build_request(
+        parse_job_spec(render_job_spec(t, package_uri=uri)),
+        ctx,
+        run_dir=run_dir,
+        sdists={uri: sdist.path},
+        cache_dir=options.package_cache.resolve(),
+        display_name=t.display_name,
+    )
