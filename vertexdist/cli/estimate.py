@@ -126,6 +126,8 @@ def _comm_table(e: Estimate) -> object:
 
 
 def _print_table(e: Estimate, console: Console) -> None:
+    from rich.table import Table
+
     from vertexdist.spec import prices
 
     t = e.template
@@ -138,10 +140,14 @@ def _print_table(e: Estimate, console: Console) -> None:
         console.print(_comm_table(e))
     else:
         console.print("all-reduce: pass --params 350M or --gradient-bytes 1.4GB to estimate it")
-    console.print("[bold]Advice[/bold]")
+    advice = Table.grid(padding=(0, 1))
+    advice.add_column(justify="right")
+    advice.add_column()
     for item in e.advice:
-        console.print(f" {_MARKS[item.level]} {item.message}", highlight=False)
-    console.print(prices.source_line(), style="dim", highlight=False)
+        advice.add_row(_MARKS[item.level], item.message)
+    console.print("[bold]Advice[/bold]")
+    console.print(advice, highlight=False)
+    console.print(prices.source_line(), style="dim", highlight=False, soft_wrap=True)
 
 
 def estimate(

@@ -35,13 +35,15 @@ class CommEstimate:
 
     @property
     def ring_s(self) -> float | None:
-        """The all-reduce without reducers: the slower of the NVLink and network rings that are known."""
+        """The all-reduce without reducers: the slower of the NVLink and network rings.
+
+        None when the network speed is unknown; an unknown NVLink speed leaves the network ring alone, still a
+        lower bound (`unknown` says so).
+        """
         return _slowest(self.intra_node_s, self.inter_node_ring_s)
 
     @property
     def reduction_server_s(self) -> float | None:
-        if self.reduction_server_inter_s is None:
-            return None
         return _slowest(self.intra_node_s, self.reduction_server_inter_s)
 
     def step_on_ring(self, compute_s: float) -> float:
@@ -62,9 +64,10 @@ class CommEstimate:
         return formulas.step_time_s(compute_s, allreduce_s, self.latency_s, last)
 
 
-def _slowest(*terms: float | None) -> float | None:
-    known = [t for t in terms if t is not None]
-    return max(known) if known else None
+def _slowest(intra: float | None, inter: float | None) -> float | None:
+    if inter is None:
+        return None
+    return max(inter, intra or 0.0)
 
 
 def estimate_communication(
