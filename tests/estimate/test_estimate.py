@@ -40,7 +40,7 @@ def test_done_check_template_costs_by_pool(done_check_template: JobTemplate) -> 
 def test_hours_from_option_or_vertex_default(make_template: MakeTemplate) -> None:
     assert estimate_costs(make_template(), hours=5).hours == 5
     default = estimate_costs(make_template())
-    assert (default.hours, default.hours_from) == (168, "Vertex's default timeout (7 days)")
+    assert (default.hours, default.hours_from) == (168, "Vertex's default timeout, 7 days")
 
 
 def test_spot_strategy_prices_spot(make_template: MakeTemplate) -> None:
@@ -103,7 +103,7 @@ def test_no_reducers_at_four_nodes_suggests_them(make_template: MakeTemplate) ->
     e = build_estimate(make_template(), Gradients(5.2e9))
     assert e.comm is not None and e.comm.reducers_used == 13
     info = messages(e.advice, "info")
-    assert any(m.startswith("reduction servers would help: 13 x n1-highcpu-16") for m in info)
+    assert any(m.startswith("reduction servers: 13 x n1-highcpu-16 (416 Gbps) would cover") for m in info)
     assert to_json(e)["allreduce_reduction_server_s"] == pytest.approx(0.416)
 
 

@@ -53,7 +53,8 @@ def reducer_sizing(t: JobTemplate, comm: CommEstimate, costs: CostEstimate) -> l
     workers = f"the {nodes} nodes' {nodes * comm.node_gbps:g} Gbps"
     covered = f"{need} x {machine} ({need * comm.reducer_gbps:g} Gbps) cover {workers}"
     if have == 0:
-        return [Advice("info", f"reduction servers would help: {covered}")]
+        would = f"{need} x {machine} ({need * comm.reducer_gbps:g} Gbps) would cover {workers}"
+        return [Advice("info", f"reduction servers: {would}")]
     if have < need:
         given = f"{have} x {machine} give {have * comm.reducer_gbps:g} Gbps"
         return [Advice("warning", f"{given}, below {workers}: the reducers set the pace; use {need}")]

@@ -134,7 +134,7 @@ def estimate_costs(t: JobTemplate, hours: float | None = None) -> CostEstimate:
     elif t.timeout is not None:
         span, source = t.timeout / 3600, "the template's timeout"
     else:
-        span, source = float(VERTEX_DEFAULT_TIMEOUT_HOURS), "Vertex's default timeout (7 days)"
+        span, source = float(VERTEX_DEFAULT_TIMEOUT_HOURS), "Vertex's default timeout, 7 days"
     return CostEstimate(
         pools=pool_costs(t),
         region=t.location,
