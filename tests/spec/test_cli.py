@@ -42,7 +42,8 @@ def heavy_modules(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(
     "args",
     [("validate", "job_templates"), ("render", "job_templates/a2-4g-x2.yaml"), ("--help",),
-     ("render", "job_templates/a2-4g-x2.yaml", "--request", "--format", "json"), ("machines",)],
+     ("render", "job_templates/a2-4g-x2.yaml", "--request", "--format", "json"), ("machines",),
+     ("estimate", "job_templates/a2-ultragpu-8g-rs.yaml", "--params", "1.3B")],
 )  # fmt: skip
 def test_light_commands_never_import_the_sdk_or_torch(args: tuple[str, ...]) -> None:
     result = vertexdist(*args)

@@ -153,13 +153,18 @@ def test_reduction_server_machine_must_exist() -> None:
 def test_reducers_with_two_nodes_give_no_speedup() -> None:
     warnings = only("warning", replica_count=2, reduction_server_count=4)
     assert [p for p, m, _ in warnings if "only from 3 nodes" in m] == ["reduction_server_count"]
+    [hint] = [h for _, m, h in warnings if "only from 3 nodes" in m]
+    assert "`vertexdist estimate" in (hint or "")
 
 
 def test_reducer_egress_below_worker_egress() -> None:
     # 4 x a2-highgpu-4g = 200 Gbps; 4 x n1-highcpu-16 = 128 Gbps -> need 7.
     [(path, message, hint)] = only("warning", replica_count=4, reduction_server_count=4)
     assert path == "reduction_server_count" and "128 Gbps is below the workers' 200 Gbps" in message
-    assert hint == "use at least 7 x n1-highcpu-16"
+    assert hint == (
+        "use at least 7 x n1-highcpu-16;"
+        " `vertexdist estimate TEMPLATE --params 350M` gives the all-reduce time and cost"
+    )
     assert only("warning", replica_count=4, reduction_server_count=7) == []
 
 

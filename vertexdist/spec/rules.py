@@ -80,7 +80,8 @@ def reduction_server_speedup(t: JobTemplate) -> Iterator[Finding]:
             "reduction_server_count",
             f"reduction servers speed up all-reduce only from 3 nodes up; this job has {t.replica_count}"
             " (at 2 nodes a ring all-reduce already sends each gradient once)",
-            "use reduction servers from 3 nodes up (the gain is 2(N-1)/N: 1.5x at 4 nodes), or remove them",
+            "use reduction servers from 3 nodes up (the gain is 2(N-1)/N: 1.5x at 4 nodes), or remove them;"
+            " `vertexdist estimate TEMPLATE --params 350M` gives the figures",
             "warning",
         )
 
@@ -100,7 +101,8 @@ def reduction_server_bandwidth(t: JobTemplate) -> Iterator[Finding]:
             "reduction_server_count",
             f"reducer egress {reducer_total:g} Gbps is below the workers' {worker_total:g} Gbps"
             f" ({t.replica_count} x {t.machine_type}); the reducers would be the bottleneck",
-            f"use at least {int(needed)} x {t.reduction_server_machine_type}",
+            f"use at least {int(needed)} x {t.reduction_server_machine_type};"
+            " `vertexdist estimate TEMPLATE --params 350M` gives the all-reduce time and cost",
             "warning",
         )
 
