@@ -17,7 +17,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")
-PURE_FILES = ("vertexdist/spec/probe.py", "vertexdist/render.py", "vertexdist/wire/probe.py")
+PURE_FILES = (
+    "vertexdist/spec/probe.py",
+    "vertexdist/render.py",
+    "vertexdist/wire/probe.py",
+    "vertexdist/estimate/probe.py",
+)
 BANNED = ("google.cloud.aiplatform", "google.cloud.storage", "torch", "rich.console", "ray")
 
 
@@ -72,6 +77,12 @@ WALLS: dict[str, tuple[str, ...]] = {
     "vertexdist/spec/": ("vertexdist.backends", "vertexdist.local", "vertexdist.emulator", "vertexdist.cli"),
     "vertexdist/wire/": ("vertexdist.backends", "vertexdist.local", "vertexdist.emulator", "vertexdist.cli"),
     "vertexdist/render.py": (
+        "vertexdist.backends",
+        "vertexdist.local",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+    ),
+    "vertexdist/estimate/": (
         "vertexdist.backends",
         "vertexdist.local",
         "vertexdist.emulator",
