@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog
+from vertexdist.spec import catalog, limits
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -19,19 +18,10 @@ from vertexdist.spec.catalog_data import (
     REGIONS,
     SCHEDULING_STRATEGIES,
 )
+from vertexdist.spec.findings import Finding
 
 if TYPE_CHECKING:
-    from vertexdist.errors import Severity
     from vertexdist.spec.models import JobTemplate
-
-
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    message: str
-    hint: str | None = None
-    severity: Severity = "error"
-    on_key: bool = False  # the problem is the mapping key itself (placed on the key, not its value)
 
 
 def _did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
@@ -440,8 +430,12 @@ def identity_and_network(t: JobTemplate) -> Iterator[Finding]:
 
 
 def env_limits(t: JobTemplate) -> Iterator[Finding]:
-    if len(t.trainer.env) > 100:
-        yield Finding("trainer.env", f"{len(t.trainer.env)} environment variables; Vertex allows 100", None)
+    if len(t.trainer.env) > limits.ENV_VARS:
+        yield Finding(
+            "trainer.env",
+            f"{len(t.trainer.env)} environment variables; Vertex allows {limits.ENV_VARS}",
+            None,
+        )
 
 
 def build_repository_region(t: JobTemplate) -> Iterator[Finding]:
@@ -492,6 +486,7 @@ RULES: tuple[Rule, ...] = (
     identity_and_network,
     env_limits,
     build_repository_region,
+    *limits.RULES,
 )
 
 
