@@ -259,3 +259,23 @@ def test_a_bad_link_is_one_error_line_through_the_cli(
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and str(pkg / "bad.txt") in errors[0], err
     assert "internal error" not in err and "Traceback" not in err
+
+
+def test_the_setuptools_floor_builds_wheels_without_the_wheel_package() -> None:
+    # install_package builds the sdist with the environment's setuptools (--no-build-isolation); before
+    # 70.1 that needed the separate `wheel` package ("invalid command 'bdist_wheel'"). Checked by hand:
+    # 69.5.1 without wheel fails, 70.1.0 and 77.0.3 build it.
+    from packaging.requirements import Requirement
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    floors = [
+        Requirement(r)
+        for r in pyproject["build-system"]["requires"] + pyproject["project"]["dependencies"]
+        if r.startswith("setuptools")
+    ]
+    assert len(floors) == 2
+    for requirement in floors:
+        assert not requirement.specifier.contains("70.0.0") and requirement.specifier.contains("77.0.3")
+    assert isinstance(pyproject["project"]["license"], str)  # an SPDX expression (setuptools >= 77)
