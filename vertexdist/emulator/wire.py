@@ -12,6 +12,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from vertexdist.emulator import shapes
 from vertexdist.emulator.enums import (
     ACCELERATOR_TYPES,
     JOB_STATES,
@@ -61,9 +62,10 @@ def _as_int(value: Any, field: str) -> int:
 def normalize_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A CustomJobSpec with camelCase keys, ints for int fields and enum names (ValueError on bad enums)."""
     out = _camel_tree(spec)
+    wrong = shapes.problems(out, shapes.CUSTOM_JOB_SPEC)
+    if wrong:
+        raise ValueError("; ".join(wrong[:5]))
     for index, pool in enumerate(out.get("workerPoolSpecs") or []):
-        if not isinstance(pool, dict):
-            raise ValueError(f"workerPoolSpecs[{index}]: expected an object")
         for key in ("replicaCount",):
             if key in pool:
                 pool[key] = _as_int(pool[key], f"workerPoolSpecs[{index}].{key}")
