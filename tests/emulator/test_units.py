@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from vertexdist.backends.config import job_name, resolve_target
@@ -144,3 +146,14 @@ def test_list_filters() -> None:
     assert parse_filter("state!=JOB_STATE_FAILED")(job)
     with pytest.raises(ValueError, match="not supported"):
         parse_filter("create_time>2020")
+
+
+def test_the_replica_tail_keeps_the_last_lines_trimmed(tmp_path: Any) -> None:
+    from vertexdist.emulator.local_runner import TAIL_LINE_CHARS, TAIL_LINES, replica_tail
+
+    log = tmp_path / "workerpool0-0.log"
+    log.write_text("".join(f"line {i}\n" for i in range(30)) + "\n\n" + "y" * 1000 + "\n")
+    tail = replica_tail(log).splitlines()
+    assert tail[0] == "" and len(tail) == TAIL_LINES + 1  # it follows the message on new lines
+    assert tail[1] == "line 21" and tail[-1] == "y" * (TAIL_LINE_CHARS - 3) + "..."
+    assert replica_tail(tmp_path / "missing.log") == "" and replica_tail(None) == ""

@@ -342,6 +342,9 @@ class VertexBackend:
                 f"https://console.cloud.google.com/vertex-ai/locations/{parts['location']}/{kind}/"
                 f"{parts['id']}?project={parts['project']}"
             )
+        secrets = _secret_values(spec)
+        # Vertex (and the emulator) put the failing replica's last log lines in the message.
+        message = mask_text(str(error["message"]), secrets) if error.get("message") else None
         return JobStatus(
             name=name,
             display_name=str(data.get("displayName", "")),
@@ -349,12 +352,12 @@ class VertexBackend:
             create_time=data.get("createTime"),
             start_time=data.get("startTime"),
             end_time=data.get("endTime"),
-            error=error.get("message") if error else None,
+            error=message,
             backing_job=(data.get("trainingTaskMetadata") or {}).get("backingCustomJob"),
             labels=dict(data.get("labels") or {}),
             console_url=console,
             spec=mask_secrets(spec),
-            secret_values=_secret_values(spec),
+            secret_values=secrets,
         )
 
 
