@@ -204,3 +204,61 @@ def test_machines_json_and_unknown_accelerator() -> None:
     assert data["source"].startswith("https://") and len(data["machines"]) > 70
     result = vertexdist("machines", "--accelerator", "A100")
     assert result.returncode == 2 and "'NVIDIA_TESLA_A100'?" in result.stderr
+
+
+def _big_arg_template(write_template: WriteTemplate) -> Path:
+    path = write_template({"replica_count": 1})
+    with path.open("a") as handle:
+        handle.write("trainer:\n  args:\n  - " + "x" * (50 * 1024 * 1024) + "\n")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_50_mb_argument_is_refused_at_load(write_template: WriteTemplate, command: str) -> None:
+    # Before: validate passed it and render spent 94 s writing it out (the helper's timeout is 60 s).
+    result = vertexdist(command, _big_arg_template(write_template))
+    assert result.returncode == 1
+    out = result.stdout + result.stderr
+    assert "trainer.args[0]" in out and "50.0 MiB" in out and "128.0 KiB" in out
+    assert len(out) < 2000
+
+
+def test_an_alias_bomb_prints_one_short_problem(write_template: WriteTemplate) -> None:
+    lines = ['  a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    text = (
+        "display_name: x\nproject: vertexdist-demo\nanchors:\n"
+        + "\n".join(lines)
+        + "\ntrainer:\n  args: *a8\n"
+    )
+    result = vertexdist("validate", write_template(text=text))
+    assert result.returncode == 1
+    assert len(result.stdout) < 1000 and "YAML aliases" in result.stdout
+
+
+def test_a_file_with_thousands_of_problems_shows_a_screenful_and_a_count(
+    write_template: WriteTemplate,
+) -> None:
+    text = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://b/s\ntrainer:\n  args: ["
+    text += ", ".join(["[1, [2, [3]]]"] * 5000) + "]\n"
+    path = write_template(text=text)
+    result = vertexdist("validate", path)
+    assert result.returncode == 1
+    problem_lines = [line for line in result.stdout.splitlines() if not line.startswith("    ")]
+    assert len(problem_lines) == 21
+    assert problem_lines[-1] == f"{path}: ... and 4980 more problems"
+    assert "5000 errors" in result.stderr
+    as_json = json.loads(vertexdist("validate", path, "--format", "json").stdout)
+    assert as_json["errors"] == 5000 and len(as_json["problems"]) == 5000
+
+
+def test_validate_reports_a_looping_link_in_a_folder(tmp_path: Path, write_template: WriteTemplate) -> None:
+    write_template(name="good.yaml")
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    result = vertexdist("validate", tmp_path)
+    assert result.returncode == 1
+    assert f"{tmp_path / 'loop.yaml'}:1:1: is a symlink loop" in result.stdout
+    assert "2 templates checked" in result.stderr
+    single = vertexdist("render", tmp_path / "loop.yaml")
+    assert single.returncode == 2 and "symlink loop" in single.stderr and "no such" not in single.stderr

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog
+from vertexdist.spec import catalog, limits
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -307,8 +307,12 @@ def identity_and_network(t: JobTemplate) -> Iterator[Finding]:
 
 
 def env_limits(t: JobTemplate) -> Iterator[Finding]:
-    if len(t.trainer.env) > 100:
-        yield Finding("trainer.env", f"{len(t.trainer.env)} environment variables; Vertex allows 100", None)
+    if len(t.trainer.env) > limits.ENV_VARS:
+        yield Finding(
+            "trainer.env",
+            f"{len(t.trainer.env)} environment variables; Vertex allows {limits.ENV_VARS}",
+            None,
+        )
 
 
 def build_repository_region(t: JobTemplate) -> Iterator[Finding]:
@@ -353,6 +357,7 @@ RULES: tuple[Rule, ...] = (
     identity_and_network,
     env_limits,
     build_repository_region,
+    *limits.RULES,
 )
 
 

@@ -70,6 +70,9 @@ def status_of(resource: Any, target: Target) -> JobStatus:
     else:
         spec = data.get("jobSpec", {})
     error = data.get("error") or {}
+    secrets = _secret_values(spec)
+    # Vertex (and the emulator) put the failing replica's last log lines in the message.
+    message = mask_text(str(error["message"]), secrets) if error.get("message") else None
     return JobStatus(
         name=name,
         display_name=str(data.get("displayName", "")),
@@ -77,10 +80,10 @@ def status_of(resource: Any, target: Target) -> JobStatus:
         create_time=data.get("createTime"),
         start_time=data.get("startTime"),
         end_time=data.get("endTime"),
-        error=error.get("message") if error else None,
+        error=message,
         backing_job=(data.get("trainingTaskMetadata") or {}).get("backingCustomJob"),
         labels=dict(data.get("labels") or {}),
         console_url=console_url(name, target),
         spec=mask_secrets(spec),
-        secret_values=_secret_values(spec),
+        secret_values=secrets,
     )
