@@ -20,7 +20,7 @@ from typing import Any
 from vertexdist.shipped import LAUNCHER_PACKAGE
 from vertexdist.shipped.vertexdist_launcher.options import launch_args
 from vertexdist.spec.durations import format_duration
-from vertexdist.spec.models import SCRIPT_PACKAGE, JobTemplate
+from vertexdist.spec.models import BUNDLED_TRAINER, SCRIPT_PACKAGE, JobTemplate
 
 REQUEST_HASH_LABEL = "vertexdist-request"
 TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
@@ -88,7 +88,7 @@ def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | Non
         container: dict[str, Any] = {"imageUri": image_uri or placeholder_image_uri(t)}
         if launcher is not None:
             container["command"] = ["python", "-m", LAUNCHER_PACKAGE, *launcher]
-        elif not t.trainer.is_bundled:
+        elif t.trainer.module != f"{BUNDLED_TRAINER}.task":
             # The image's ENTRYPOINT runs the bundled trainer; another module needs its own command.
             container["command"] = ["python", "-m", t.trainer.module]
         return {"containerSpec": {**container, "args": list(t.trainer.args), "env": _env(t)}}

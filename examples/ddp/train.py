@@ -43,7 +43,8 @@ def make_dataset(samples: int, features: int, seed: int) -> TensorDataset:
 
 
 def local_path(uri: str) -> Path:
-    """Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage FUSE); local runs say where in GCS_ROOT."""
+    """Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage FUSE); vertexdist's local runs keep
+    gs:// under VERTEXDIST_GCS_ROOT instead."""
     if uri.startswith("gs://"):
         return Path(os.environ.get("VERTEXDIST_GCS_ROOT", "/gcs")) / uri.removeprefix("gs://")
     return Path(uri)
@@ -102,9 +103,11 @@ def train(args: argparse.Namespace) -> None:
         if rank == 0:  # only log from the main process
             print(f"Epoch {epoch}, Loss: {loss.item():.4f}", flush=True)
 
+    # Every rank must end with the same parameters: DDP keeps the copies in step.
+    checksum = parameters_sha256(model.module)
     print(
         f"rank {rank}/{world_size} (node {os.environ.get('GROUP_RANK', '0')}, local rank {local_rank}/"
-        f"{os.environ.get('LOCAL_WORLD_SIZE', '1')}): done, parameters sha256 {parameters_sha256(model.module)}",
+        f"{os.environ.get('LOCAL_WORLD_SIZE', '1')}): done, parameters sha256 {checksum}",
         flush=True,
     )
 

@@ -160,8 +160,8 @@ class TrainerSpec(_Strict):
 
     @property
     def is_bundled(self) -> bool:
-        """The trainer shipped with vertexdist (`trainer_pkg.task`): it starts one worker per GPU itself."""
-        return self.module == f"{BUNDLED_TRAINER}.task"
+        """Code of the trainer shipped with vertexdist (`trainer_pkg`), which starts its own workers."""
+        return self.module.split(".")[0] == BUNDLED_TRAINER
 
     @classmethod
     def bundled(cls) -> TrainerSpec:
