@@ -328,7 +328,7 @@ def test_launcher_options_need_a_launcher(tmp_path: Path) -> None:
 def test_python_launcher_on_a_multi_gpu_machine_warns_for_user_code(tmp_path: Path) -> None:
     script = _user_script(tmp_path)
     [(path, message, hint)] = only("warning", trainer={"script": script})
-    assert path == "trainer.launcher" and "3 of the 4 GPUs on each node sit idle" in message
+    assert path == "trainer.launcher" and "it leaves 3 of the 4 GPUs of a node idle" in message
     assert "launcher: torchrun" in (hint or "")
     assert only("warning", trainer={"script": script, "launcher": "torchrun"}) == []
     assert only("warning") == []  # the bundled trainer starts one worker per GPU itself

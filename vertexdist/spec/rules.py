@@ -152,11 +152,12 @@ def launcher_options_need_a_launcher(t: JobTemplate) -> Iterator[Finding]:
 
 def python_launcher_leaves_gpus_idle(t: JobTemplate) -> Iterator[Finding]:
     # The bundled trainer starts one worker per GPU itself; other code runs once per machine.
-    if t.trainer.launcher == "python" and not t.trainer.is_bundled and t.accelerator_count > 1:
+    gpus = t.accelerator_count
+    if t.trainer.launcher == "python" and not t.trainer.is_bundled and gpus > 1:
         yield Finding(
             "trainer.launcher",
             f"`launcher: python` runs {t.trainer.module} once per machine: unless it starts its own"
-            f" processes, {t.accelerator_count - 1} of the {t.accelerator_count} GPUs on each node sit idle",
+            f" processes, it leaves {gpus - 1} of the {gpus} GPUs of a node idle",
             "set trainer.launcher: torchrun to run one process per GPU (RANK, LOCAL_RANK, WORLD_SIZE set)",
             "warning",
         )
