@@ -99,6 +99,8 @@ WALLS: dict[str, tuple[str, ...]] = {
     ),
     "vertexdist/emulator/": ("vertexdist.backends.vertex", "vertexdist.backends.local", "vertexdist.cli"),
     "trainer_pkg/": ("vertexdist",),
+    # Shipped with every job and run where vertexdist is not installed.
+    "vertexdist/shipped/": ("vertexdist",),
 }
 
 
@@ -110,6 +112,19 @@ def test_no_room_imports_through_its_walls() -> None:
             if rel.startswith(room):
                 crossings += [f"{rel} imports {m}" for m in _imports(path) if m.startswith(banned)]
     assert not crossings, "\n".join(crossings)
+
+
+def test_the_shipped_launcher_needs_only_the_standard_library() -> None:
+    # torch only in the torchrun mode, which runs on a replica that has torch anyway.
+    allowed = {"vertexdist/shipped/vertexdist_launcher/torchrun.py": ("torch",)}
+    foreign = []
+    for path in sorted(REPO.glob("vertexdist/shipped/**/*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        for module in _imports(path):
+            top = module.split(".")[0]
+            if top not in sys.stdlib_module_names and top != "__future__" and top not in allowed.get(rel, ()):
+                foreign.append(f"{rel} imports {module}")
+    assert not foreign, "\n".join(foreign)
 
 
 def test_the_walls_are_checked_against_real_rooms() -> None:

@@ -56,7 +56,10 @@ def local_run(
         None,
         "--procs-per-replica",
         min=1,
-        help="Worker processes per replica (default: the template's GPUs per node); scales a GPU job down.",
+        help=(
+            "Processes per replica for `launcher: torchrun` and the bundled trainer (default: the"
+            " template's GPUs per node); scales a GPU job down. Not for `launcher: python` user code."
+        ),
     ),
     out: Path | None = typer.Option(None, "--out", help="Run folder (default .vertexdist/runs/<job id>)."),
     plan_only: bool = typer.Option(False, "--plan", help="Print the launch plan and start nothing."),

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from vertexdist.errors import VertexdistError
 from vertexdist.local.ports import LOOPBACK
-from vertexdist.wire.job_spec import JobSpec, PoolSpec
+from vertexdist.shipped import LAUNCHER_PACKAGE
+from vertexdist.shipped.vertexdist_launcher.options import (
+    LauncherUsageError,
+    LaunchOptions,
+    parse_launch_args,
+)
+from vertexdist.wire.job_spec import JobSpec, JobSpecError, PoolSpec
 
 # Variables a launcher or the user's shell may have set that would contradict what a replica must see.
 _SCRUBBED_PREFIXES = ("AIP_", "CLOUD_ML_", "TORCHELASTIC_", "VERTEXDIST_", "PET_")
@@ -99,10 +105,28 @@ def hostname_cluster_addresses(job: JobSpec, port: int = VERTEX_CLUSTER_PORT) ->
     return cluster
 
 
+def launcher_options(pool: PoolSpec) -> LaunchOptions | None:
+    """The shipped launcher's options where the pool runs it (`python -m vertexdist_launcher ...`)."""
+    if pool.kind == "python_package" and pool.python_module == LAUNCHER_PACKAGE:
+        argv: tuple[str, ...] = pool.args
+    elif pool.kind == "container" and pool.command[1:3] == ("-m", LAUNCHER_PACKAGE):
+        argv = (*pool.command[3:], *pool.args)
+    else:
+        return None
+    try:
+        return parse_launch_args(argv)
+    except LauncherUsageError as exc:
+        raise JobSpecError(f"{pool.name}: the vertexdist_launcher arguments are wrong: {exc}") from None
+
+
 def procs_per_node(pool: PoolSpec, procs_per_replica: int | None) -> int:
-    """One process per GPU of the pool's machine, unless the user scales it down (or up) explicitly."""
+    """One process per GPU of the pool's machine (or the launcher's --nproc-per-node), unless the user
+    scales it down (or up) explicitly."""
     if procs_per_replica is not None:
         return procs_per_replica
+    options = launcher_options(pool)
+    if options is not None and options.nproc_per_node is not None:
+        return options.nproc_per_node
     return max(1, pool.accelerator_count)
 
 
