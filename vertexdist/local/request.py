@@ -18,6 +18,7 @@ from vertexdist.local.environment import JobContext, replica_slots
 from vertexdist.local.gpus import host_gpus
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, LaunchPlan, build_plan
 from vertexdist.local.ports import PortReservation, reserve_ports
+from vertexdist.local.ray_check import require_ray
 from vertexdist.wire.job_spec import JobSpec, JobSpecError
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def build_request(
     display_name: str = "",
 ) -> LocalRequest:
     """The request for `job` with its replicas as processes on this host (ports reserved here)."""
+    require_ray(job, python)
     installs = _installs(job, sdists, cache_dir)
     reservation = reserve_ports(len(replica_slots(job)))
     try:
