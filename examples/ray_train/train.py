@@ -109,10 +109,10 @@ def main() -> None:
     args = parser.parse_args()
 
     ray.init()  # joins the running cluster (RAY_ADDRESS), as `ray.init(address="auto")` would
-    nodes = [node for node in ray.nodes() if node["Alive"]]
+    nodes = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
     gpus = int(ray.cluster_resources().get("GPU", 0))
     num_workers = args.num_workers or gpus or len(nodes)
-    print(f"Ray cluster: {len(nodes)} nodes, {gpus} GPUs; {num_workers} training workers", flush=True)
+    print(f"Ray cluster: nodes {', '.join(nodes)}; {gpus} GPUs; {num_workers} training workers", flush=True)
 
     # Launch distributed training, one worker per GPU (or per node on CPU); SPREAD puts the workers on
     # different machines where it can (PACK, the default, fills the head first).

@@ -1,4 +1,5 @@
-"""The launcher's line to the head's GCS (Ray's cluster store): how many nodes are up, the driver's outcome.
+"""The launcher's lines to the head: its GCS (Ray's cluster store: how many nodes are up, the driver's
+outcome), and a socket the head's launcher holds open until it exits.
 
 The only module that touches Ray's Python API, and only `ray._raylet.GcsClient`, the client Ray's own
 `ray status` and `ray symmetric-run` use (Ray's pinned in the `ray` extra and the examples). A GcsClient
@@ -33,6 +34,22 @@ def wait_for_port(host: str, port: int, *, deadline: float, keep_waiting: Callab
             return True
         time.sleep(0.2)
     return False
+
+
+def hold_watch_socket(host: str) -> socket.socket:
+    """A listening socket on `host` ("" for every address) that stays open as long as this process:
+    a worker connected to it sees the connection end when the head's launcher has exited."""
+    return socket.create_server((host, 0), backlog=64)
+
+
+def wait_for_close(host: str, port: int, timeout: float) -> None:
+    """Until the process holding `host:port` (hold_watch_socket) has exited, or `timeout` passed."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.recv(1)  # nobody sends: this returns (or raises) when the holder's socket closes
+    except OSError:
+        pass
 
 
 class HeadGcs:

@@ -38,7 +38,7 @@ from .ray_args import (
     ray_start_args,
 )
 from .ray_driver import ERROR_FILE_VARIABLE, read_error
-from .ray_gcs import HeadGcs, port_answers, wait_for_port
+from .ray_gcs import HeadGcs, hold_watch_socket, wait_for_close, wait_for_port
 from .ray_node import become_subreaper, log_tail, remove_link, short_temp_dir, start_node, stop_node
 from .ray_outcome import ACK_WAIT_S, Outcome, driver_failure_lines, last_line, worker_verdict
 from .torchrun import free_port
@@ -122,6 +122,9 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
         f" {node.num_cpus} CPU(s), {node.num_gpus} GPU(s): ray start {shlex.join(argv[len(RAY_START) + 1 :])}"
     )
     stop = _Stop()
+    # Open until this process exits (not just until the head's code returns): after a failed driver the
+    # workers wait for it to close, so that the head's replica ends first and the job says why.
+    watch = hold_watch_socket(node.node_ip or "") if node.is_head else None
     become_subreaper()
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -133,8 +136,8 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
                 say(f"{place.replica} failed: the Ray head at {node.head_address} did not come up in time")
                 return 1
         proc = start_node(argv, node_env(env), log)
-        if node.is_head:
-            return _run_head(node, options, env, proc, log, stop)
+        if watch is not None:
+            return _run_head(node, options, env, proc, log, stop, watch.getsockname()[1])
         return _run_worker(node, proc, log, stop)
     finally:
         stop_node(proc)
@@ -148,6 +151,7 @@ def _run_head(
     proc: subprocess.Popen[bytes],
     log: Path,
     stop: _Stop,
+    watch_port: int,
 ) -> int:
     replica = node.replica
     started = time.monotonic()
@@ -181,7 +185,7 @@ def _run_head(
         return stop.exit_code(replica)
     if code is None:
         return _head_node_failed(node, proc, log, stop)
-    outcome = Outcome(code, message, replica)
+    outcome = Outcome(code, message, replica, watch_port)
     try:
         gcs.put_outcome(outcome)
     except Exception as exc:
@@ -280,9 +284,8 @@ def _run_worker(node: RayNode, proc: subprocess.Popen[bytes], log: Path, stop: _
                 # The head fails the job with the driver's own error; let it end first.
                 with contextlib.suppress(Exception):
                     gcs.acknowledge(node.node_rank)
-                deadline = time.monotonic() + HEAD_GONE_S
-                while time.monotonic() < deadline and port_answers(node.head_host, node.port):
-                    time.sleep(POLL_S)
+                if outcome.watch_port:
+                    wait_for_close(node.head_host, outcome.watch_port, HEAD_GONE_S)
             elif node_exit is not None:
                 _say_tail(replica, log)
             say(verdict.line)

@@ -4,8 +4,9 @@ The head writes the driver's outcome into the Ray cluster's own key-value store 
 anything; a worker node polls it. A worker exits 0 only after reading a success there: a head that is
 gone without having written one (its machine lost, its launcher killed) fails the worker too, after
 HEAD_LOST_S of not reaching it, so a worker neither reports success for a failed driver nor waits for
-a head that will not come back. After a failed driver each worker acknowledges the outcome and lets the
-head end first (the head's log says why the job failed), then stops too.
+a head that will not come back. After a failed driver each worker acknowledges the outcome and waits for
+the head's launcher to end first (its log says why the job failed; a socket it holds open closes when it
+exits), then stops too.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Outcome:
     exit_code: int
     message: str = ""
     replica: str = "workerpool0-0"
+    watch_port: int = 0  # open on the head while its launcher lives (0: none)
 
     @property
     def succeeded(self) -> bool:
@@ -37,7 +39,12 @@ class Outcome:
 
     def encode(self) -> bytes:
         return json.dumps(
-            {"exit_code": self.exit_code, "message": self.message, "replica": self.replica}
+            {
+                "exit_code": self.exit_code,
+                "message": self.message,
+                "replica": self.replica,
+                "watch_port": self.watch_port,
+            }
         ).encode()
 
     @classmethod
@@ -45,7 +52,12 @@ class Outcome:
         """The outcome the head wrote; anything unreadable counts as a failure, never as a success."""
         try:
             data = json.loads(raw)
-            return cls(int(data["exit_code"]), str(data.get("message", "")), str(data["replica"]))
+            return cls(
+                int(data["exit_code"]),
+                str(data.get("message", "")),
+                str(data["replica"]),
+                int(data.get("watch_port", 0)),
+            )
         except (ValueError, KeyError, TypeError):
             return cls(1, f"unreadable driver outcome {raw[:80]!r}")
 
