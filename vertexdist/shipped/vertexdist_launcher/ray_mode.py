@@ -140,8 +140,8 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
             return _run_head(node, options, env, proc, log, stop, watch.getsockname()[1])
         return _run_worker(node, proc, log, stop)
     finally:
+        remove_link(link)  # first: a launcher SIGKILLed while it stops its node leaves none behind
         stop_node(proc)
-        remove_link(link)
 
 
 def _run_head(

@@ -25,7 +25,9 @@ from typing import Any
 PROC = Path("/proc")
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
-STOP_GRACE_S = 10.0
+# Below local-run's default grace (5 s) before it SIGKILLs a replica's group, so the launcher finishes its
+# own teardown; `ray start` stops a node in 2-3 s once it no longer drains.
+STOP_GRACE_S = 4.0
 # Ray's unix sockets live at TEMP/session_<date>_<time>_<usec>_<pid>/sockets/plasma_store (62 characters
 # after TEMP) and a socket path has at most 107; a longer temp folder is reached through a short link.
 MAX_TEMP_DIR_CHARS = 40
@@ -143,6 +145,10 @@ def short_temp_dir(folder: Path) -> tuple[str, Path | None]:
         return str(folder), None
     links = Path(tempfile.gettempdir()) / LINKS_DIR
     links.mkdir(mode=0o1777, exist_ok=True)
+    for old in links.iterdir():  # links left by launchers that were killed, to folders now gone
+        if old.is_symlink() and not old.exists():
+            with contextlib.suppress(OSError):
+                old.unlink()
     link = links / hashlib.sha256(str(folder).encode()).hexdigest()[:12]
     with contextlib.suppress(FileNotFoundError):
         link.unlink()
