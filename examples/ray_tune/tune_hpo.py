@@ -101,7 +101,7 @@ def main() -> None:
     results = tuner.fit()
     for result in results:
         print(
-            f"trial {result.path.split('/')[-1][:40]}: lr {result.config['lr']:.5f},"
+            f"trial {result.metrics['trial_id']}: lr {result.config['lr']:.5f},"
             f" hidden {result.config['hidden']}, {result.metrics['epoch']} epoch(s),"
             f" accuracy {result.metrics['accuracy']:.4f}, node {result.metrics['node_id']}",
             flush=True,

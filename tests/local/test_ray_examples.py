@@ -53,7 +53,6 @@ def check_tune(run: Path, samples: int = 8, max_epochs: int = 10) -> None:
     assert all(1 <= e <= max_epochs for e in epochs)
     assert min(epochs) < max_epochs, f"ASHA stopped no trial early: {epochs}"
     assert max(epochs) == max_epochs  # the best went the whole way
-    assert len({m.group(2) for m in trials}) == 2  # the trials ran on both nodes
     assert any(line.startswith("Best accuracy: ") for line in lines)
 
 

@@ -1,6 +1,7 @@
 """`launcher: ray` jobs through `local-run`, as a user meets them: each replica a real Ray node on this
-machine. A failed driver fails the job with its own error, a Ray node killed mid-run fails the job within
-a minute, and Ctrl-C stops every node; in every case no process of the job is left, Ray's included."""
+machine, two jobs at once. A failed driver fails the job with its own error, a Ray node killed mid-run
+fails the job within a minute, Ctrl-C and a timeout stop every node; in every case no process of the job
+is left, Ray's included."""
 
 from __future__ import annotations
 
@@ -69,9 +70,9 @@ def write_template(tmp_path: Path, *args: str) -> Path:
     return path
 
 
-def start(template: Path, out: Path, workdir: Path) -> subprocess.Popen[str]:
+def start(template: Path, out: Path, workdir: Path, *flags: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out), "--json"],
+        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out), "--json", *flags],
         cwd=workdir,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -125,19 +126,80 @@ def last_lines(run_dir: Path, replica: str, count: int = 2) -> list[str]:
     return (run_dir / "logs" / f"{replica}.log").read_text().splitlines()[-count:]
 
 
-def test_a_failed_driver_fails_the_job_with_its_error_on_the_head_and_leaves_nothing(
+class Job:
+    """One local-run of the recording driver, in its own folder."""
+
+    def __init__(self, workdir: Path, folder: Path, mode: str, *flags: str) -> None:
+        folder.mkdir()
+        self.records = folder / "records"
+        self.records.mkdir()
+        self.out = folder / "run"
+        self.cli = start(write_template(folder, str(self.records), mode), self.out, workdir, *flags)
+        self.stdout = self.stderr = ""
+
+    def finish(self, timeout: float) -> dict[str, Any]:
+        """Wait for the CLI; the job's summary (its last JSON line)."""
+        try:
+            self.stdout, self.stderr = self.cli.communicate(timeout=timeout)
+        finally:
+            if self.cli.poll() is None:
+                self.cli.kill()
+                self.cli.communicate()
+        return dict(json.loads(self.stdout.strip().splitlines()[-1]))
+
+    def groups(self) -> set[int]:
+        return set(replica_groups(self.out).values())
+
+
+def worker_raylet(group: int) -> int:
+    [raylet] = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and (stat := proc_stat(int(p.name))) is not None
+        and stat[0] == group
+        and b"raylet/raylet" in (p / "cmdline").read_bytes()
+    ]
+    return raylet
+
+
+# Two jobs at once in each test: side by side on this machine, as two users' jobs would be.
+
+
+def test_a_failed_driver_and_a_killed_ray_node_each_fail_their_job_and_leave_nothing(
     workdir: Path, tmp_path: Path
 ) -> None:
-    records = tmp_path / "records"
-    records.mkdir()
-    out = tmp_path / "run"
-    cli = start(write_template(tmp_path, str(records), "fail"), out, workdir)
-    stdout, stderr = cli.communicate(timeout=240)
-    assert cli.returncode == 1, stdout + stderr
-    summary = json.loads(stdout.strip().splitlines()[-1])
-    assert summary["state"] == "JOB_STATE_FAILED"
-    assert summary["error"]["replica"] == "workerpool0-0", summary  # the head, whose driver failed
-    head = last_lines(out, "workerpool0-0")
+    failing = Job(workdir, tmp_path / "failing", "fail")
+    killed = Job(workdir, tmp_path / "killed", "hold")
+    try:
+        found = wait_for_records(killed.records, {"driver", "task0", "task1", "task2", "task3"})
+        tasks = [found[f"task{i}"] for i in range(4)]
+        head_group = found["driver"]["pgid"]
+        # Ray's workers run in their replica's process group (not one of their own), one node per replica.
+        worker_group = next(t["pgid"] for t in tasks if t["pgid"] != head_group)
+        assert {t["pgid"] for t in tasks} == {head_group, worker_group}
+        assert len({t["node"] for t in tasks}) == 2
+        killed_at = time.monotonic()
+        os.kill(worker_raylet(worker_group), signal.SIGKILL)
+        summary = killed.finish(timeout=90)
+        took = time.monotonic() - killed_at
+    finally:
+        failed = failing.finish(timeout=240)
+        if killed.cli.poll() is None:
+            killed.finish(timeout=60)
+
+    # The killed node: its replica fails the job, within a minute.
+    assert killed.cli.returncode == 1, killed.stdout + killed.stderr
+    assert took < 60, f"the job took {took:.0f}s to fail after its Ray node was killed"
+    assert summary["error"]["replica"] == "workerpool1-0"
+    assert "its Ray node stopped" in last_lines(killed.out, "workerpool1-0", 1)[0]
+    assert job_processes({head_group, worker_group, *killed.groups()}, killed.out) == []
+
+    # The failed driver: the job fails on the head, whose last lines are the driver's error.
+    assert failing.cli.returncode == 1, failing.stdout + failing.stderr
+    assert failed["state"] == "JOB_STATE_FAILED"
+    assert failed["error"]["replica"] == "workerpool0-0", failed
+    head = last_lines(failing.out, "workerpool0-0")
     assert head[0] == "vertexdist_launcher: workerpool0-0: the Ray driver: ValueError: bad batch 7"
     assert re.fullmatch(
         r"vertexdist_launcher: workerpool0-0 failed: the Ray driver"
@@ -145,74 +207,38 @@ def test_a_failed_driver_fails_the_job_with_its_error_on_the_head_and_leaves_not
         head[1],
     ), head[1]
     # The worker never reports success for a failed driver: it read the outcome and failed too.
-    [worker] = last_lines(out, "workerpool1-0", 1)
+    [worker] = last_lines(failing.out, "workerpool1-0", 1)
     assert worker == (
         "vertexdist_launcher: workerpool1-0 failed: the Ray driver on workerpool0-0 exited with status 1:"
         " ValueError: bad batch 7"
     )
-    driver = json.loads((records / "driver.json").read_text())
-    groups = set(replica_groups(out).values())
-    assert driver["pgid"] in groups  # the driver ran in the head replica's process group
-    assert job_processes(groups, out) == []
+    driver = json.loads((failing.records / "driver.json").read_text())
+    assert driver["pgid"] in failing.groups()  # the driver ran in the head replica's process group
+    assert job_processes(failing.groups(), failing.out) == []
 
 
-def test_a_ray_node_killed_mid_run_fails_the_job_within_60s_leaving_nothing(
+def test_ctrl_c_and_a_timeout_each_stop_every_ray_node_and_leave_nothing(
     workdir: Path, tmp_path: Path
 ) -> None:
-    records = tmp_path / "records"
-    records.mkdir()
-    out = tmp_path / "run"
-    cli = start(write_template(tmp_path, str(records), "hold"), out, workdir)
+    cancelled = Job(workdir, tmp_path / "cancelled", "hold")
+    # 25 s: mid-start here, or with the driver running on a faster machine; either way Ray is up to stop.
+    timed_out = Job(workdir, tmp_path / "timed-out", "hold", "--timeout", "25s")
     try:
-        found = wait_for_records(records, {"driver", "task0", "task1", "task2", "task3"})
-        tasks = [found[f"task{i}"] for i in range(4)]
-        head_group = found["driver"]["pgid"]
-        # Ray's workers run in their replica's process group (not one of their own), one node per replica.
-        assert {t["pgid"] for t in tasks} == {
-            head_group,
-            next(t["pgid"] for t in tasks if t["pgid"] != head_group),
-        }
-        assert len({t["node"] for t in tasks}) == 2
-        worker_group = next(t["pgid"] for t in tasks if t["pgid"] != head_group)
-        [raylet] = [
-            int(p.name)
-            for p in Path("/proc").iterdir()
-            if p.name.isdigit()
-            and proc_stat(int(p.name)) is not None
-            and proc_stat(int(p.name))[0] == worker_group  # type: ignore[index]
-            and b"raylet/raylet" in (p / "cmdline").read_bytes()
-        ]
-        killed_at = time.monotonic()
-        os.kill(raylet, signal.SIGKILL)
-        stdout, stderr = cli.communicate(timeout=90)
-        took = time.monotonic() - killed_at
+        found = wait_for_records(cancelled.records, {"driver", "task0", "task1", "task2", "task3"})
+        cancelled.cli.send_signal(signal.SIGINT)
+        cancelled_summary = cancelled.finish(timeout=90)
     finally:
-        if cli.poll() is None:
-            cli.send_signal(signal.SIGINT)
-            cli.communicate(timeout=60)
-    assert cli.returncode == 1, stdout + stderr
-    assert took < 60, f"the job took {took:.0f}s to fail after its Ray node was killed"
-    summary = json.loads(stdout.strip().splitlines()[-1])
-    assert summary["error"]["replica"] == "workerpool1-0"
-    assert "its Ray node stopped" in last_lines(out, "workerpool1-0", 1)[0]
-    assert job_processes({head_group, worker_group, *replica_groups(out).values()}, out) == []
+        timed_out_summary = timed_out.finish(timeout=120)
+        if cancelled.cli.poll() is None:
+            cancelled.finish(timeout=60)
 
-
-def test_ctrl_c_stops_every_ray_node_and_leaves_nothing(workdir: Path, tmp_path: Path) -> None:
-    records = tmp_path / "records"
-    records.mkdir()
-    out = tmp_path / "run"
-    cli = start(write_template(tmp_path, str(records), "hold"), out, workdir)
-    try:
-        found = wait_for_records(records, {"driver", "task0", "task1", "task2", "task3"})
-        cli.send_signal(signal.SIGINT)
-        stdout, stderr = cli.communicate(timeout=90)
-    finally:
-        if cli.poll() is None:
-            cli.kill()
-            cli.communicate()
-    assert cli.returncode == 130, stdout + stderr
-    assert json.loads(stdout.strip().splitlines()[-1])["state"] == "JOB_STATE_CANCELLED"
-    groups = {r["pgid"] for r in found.values()} | set(replica_groups(out).values())
+    assert cancelled.cli.returncode == 130, cancelled.stdout + cancelled.stderr
+    assert cancelled_summary["state"] == "JOB_STATE_CANCELLED"
+    groups = {r["pgid"] for r in found.values()} | cancelled.groups()
     assert len(groups) == 2
-    assert job_processes(groups, out) == []
+    assert job_processes(groups, cancelled.out) == []
+
+    assert timed_out.cli.returncode == 1, timed_out.stdout + timed_out.stderr
+    assert timed_out_summary["error"]["message"] == "the job ran past its timeout of 25s"
+    assert (timed_out.out / "replicas" / "workerpool0-0" / "ray" / "ray-start.log").is_file()  # Ray started
+    assert job_processes(timed_out.groups(), timed_out.out) == []
