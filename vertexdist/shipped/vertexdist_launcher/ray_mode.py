@@ -38,7 +38,7 @@ from .ray_args import (
     ray_start_args,
 )
 from .ray_driver import ERROR_FILE_VARIABLE, read_error
-from .ray_gcs import HeadGcs, hold_watch_socket, wait_for_close, wait_for_port
+from .ray_gcs import HeadGcs, hold_watch_socket, port_answers, wait_for_close, wait_for_port
 from .ray_node import become_subreaper, log_tail, remove_link, short_temp_dir, start_node, stop_node
 from .ray_outcome import ACK_WAIT_S, Outcome, driver_failure_lines, last_line, worker_verdict
 from .torchrun import free_port
@@ -128,17 +128,11 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
     become_subreaper()
     proc: subprocess.Popen[bytes] | None = None
     try:
-        if not node.is_head:
-            deadline = time.monotonic() + join_timeout(env)
-            if not wait_for_port(node.head_host, node.port, deadline=deadline, keep_waiting=lambda: not stop):
-                if stop:
-                    return stop.exit_code(place.replica)
-                say(f"{place.replica} failed: the Ray head at {node.head_address} did not come up in time")
-                return 1
+        # A worker's `ray start` waits for the head by itself: both start at once, as soon as they can.
         proc = start_node(argv, node_env(env), log)
         if watch is not None:
             return _run_head(node, options, env, proc, log, stop, watch.getsockname()[1])
-        return _run_worker(node, proc, log, stop)
+        return _run_worker(node, proc, log, stop, join_timeout(env))
     finally:
         remove_link(link)  # first: a launcher SIGKILLed while it stops its node leaves none behind
         stop_node(proc)
@@ -256,9 +250,25 @@ def _head_node_failed(node: RayNode, proc: subprocess.Popen[bytes], log: Path, s
     return 1
 
 
-def _run_worker(node: RayNode, proc: subprocess.Popen[bytes], log: Path, stop: _Stop) -> int:
+def _join(node: RayNode, proc: subprocess.Popen[bytes], stop: _Stop, deadline: float) -> HeadGcs | None:
+    """The head's GCS once it answers; None when this node stopped, a signal came or `deadline` passed."""
+    while not stop and proc.poll() is None and time.monotonic() < deadline:
+        # A GcsClient made before the GCS listens would wait half a minute: the port first.
+        if port_answers(node.head_host, node.port):
+            with contextlib.suppress(Exception):
+                return HeadGcs(node.head_address)
+        time.sleep(POLL_S / 2)
+    return None
+
+
+def _run_worker(
+    node: RayNode, proc: subprocess.Popen[bytes], log: Path, stop: _Stop, timeout_s: float
+) -> int:
     replica = node.replica
-    gcs: HeadGcs | None = None
+    gcs = _join(node, proc, stop, time.monotonic() + timeout_s)
+    if gcs is None and not stop and proc.poll() is None:
+        say(f"{replica} failed: the Ray head at {node.head_address} did not come up in {timeout_s:g}s")
+        return 1
     unreachable_since: float | None = None
     while True:
         if stop:
@@ -267,7 +277,7 @@ def _run_worker(node: RayNode, proc: subprocess.Popen[bytes], log: Path, stop: _
         outcome = None
         try:
             if gcs is None:
-                gcs = HeadGcs(node.head_address)
+                raise ConnectionError("this node stopped before the head answered")
             outcome = gcs.outcome()
             unreachable_since = None
         except Exception:
