@@ -80,32 +80,6 @@ def start(template: Path, out: Path, workdir: Path, *flags: str) -> subprocess.P
     )
 
 
-def proc_stat(pid: int) -> tuple[int, int] | None:
-    """(process group, session) of a live, non-zombie process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return None if fields[0] == "Z" else (int(fields[2]), int(fields[3]))
-
-
-def job_processes(groups: set[int], run_dir: Path) -> list[str]:
-    """Live processes in one of the replicas' process groups or sessions, or naming the run folder."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        stat = proc_stat(int(entry.name))
-        try:
-            cmdline = entry.joinpath("cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if stat is not None and (stat[0] in groups or stat[1] in groups or str(run_dir) in cmdline):
-            found.append(f"{entry.name} {stat} {cmdline[:160]}")
-    return found
-
-
 def wait_for_records(folder: Path, names: set[str], timeout: float = 150.0) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -117,11 +91,6 @@ def wait_for_records(folder: Path, names: set[str], timeout: float = 150.0) -> d
     raise AssertionError(f"only {sorted(p.name for p in folder.glob('*.json'))} of {sorted(names)} appeared")
 
 
-def replica_groups(run_dir: Path) -> dict[str, int]:
-    summary = json.loads((run_dir / "summary.json").read_text())
-    return {r["name"]: int(r["pid"]) for r in summary["replicas"]}
-
-
 def last_lines(run_dir: Path, replica: str, count: int = 2) -> list[str]:
     return (run_dir / "logs" / f"{replica}.log").read_text().splitlines()[-count:]
 
@@ -129,7 +98,8 @@ def last_lines(run_dir: Path, replica: str, count: int = 2) -> list[str]:
 class Job:
     """One local-run of the recording driver, in its own folder."""
 
-    def __init__(self, workdir: Path, folder: Path, mode: str, *flags: str) -> None:
+    def __init__(self, kit: Any, workdir: Path, folder: Path, mode: str, *flags: str) -> None:
+        self.kit = kit
         folder.mkdir()
         self.records = folder / "records"
         self.records.mkdir()
@@ -148,15 +118,15 @@ class Job:
         return dict(json.loads(self.stdout.strip().splitlines()[-1]))
 
     def groups(self) -> set[int]:
-        return set(replica_groups(self.out).values())
+        return set(self.kit.replica_groups(self.out))
 
 
-def worker_raylet(group: int) -> int:
+def worker_raylet(kit: Any, group: int) -> int:
     [raylet] = [
         int(p.name)
         for p in Path("/proc").iterdir()
         if p.name.isdigit()
-        and (stat := proc_stat(int(p.name))) is not None
+        and (stat := kit.proc_stat(int(p.name))) is not None
         and stat[0] == group
         and b"raylet/raylet" in (p / "cmdline").read_bytes()
     ]
@@ -167,10 +137,10 @@ def worker_raylet(group: int) -> int:
 
 
 def test_a_failed_driver_and_a_killed_ray_node_each_fail_their_job_and_leave_nothing(
-    workdir: Path, tmp_path: Path
+    workdir: Path, tmp_path: Path, kit: Any
 ) -> None:
-    failing = Job(workdir, tmp_path / "failing", "fail")
-    killed = Job(workdir, tmp_path / "killed", "hold")
+    failing = Job(kit, workdir, tmp_path / "failing", "fail")
+    killed = Job(kit, workdir, tmp_path / "killed", "hold")
     try:
         found = wait_for_records(killed.records, {"driver", "task0", "task1", "task2", "task3"})
         tasks = [found[f"task{i}"] for i in range(4)]
@@ -180,7 +150,7 @@ def test_a_failed_driver_and_a_killed_ray_node_each_fail_their_job_and_leave_not
         assert {t["pgid"] for t in tasks} == {head_group, worker_group}
         assert len({t["node"] for t in tasks}) == 2
         killed_at = time.monotonic()
-        os.kill(worker_raylet(worker_group), signal.SIGKILL)
+        os.kill(worker_raylet(kit, worker_group), signal.SIGKILL)
         summary = killed.finish(timeout=90)
         took = time.monotonic() - killed_at
     finally:
@@ -193,7 +163,7 @@ def test_a_failed_driver_and_a_killed_ray_node_each_fail_their_job_and_leave_not
     assert took < 60, f"the job took {took:.0f}s to fail after its Ray node was killed"
     assert summary["error"]["replica"] == "workerpool1-0"
     assert "its Ray node stopped" in last_lines(killed.out, "workerpool1-0", 1)[0]
-    assert job_processes({head_group, worker_group, *killed.groups()}, killed.out) == []
+    assert kit.job_processes({head_group, worker_group, *killed.groups()}, killed.out) == []
 
     # The failed driver: the job fails on the head, whose last lines are the driver's error.
     assert failing.cli.returncode == 1, failing.stdout + failing.stderr
@@ -214,15 +184,15 @@ def test_a_failed_driver_and_a_killed_ray_node_each_fail_their_job_and_leave_not
     )
     driver = json.loads((failing.records / "driver.json").read_text())
     assert driver["pgid"] in failing.groups()  # the driver ran in the head replica's process group
-    assert job_processes(failing.groups(), failing.out) == []
+    assert kit.job_processes(failing.groups(), failing.out) == []
 
 
 def test_ctrl_c_and_a_timeout_each_stop_every_ray_node_and_leave_nothing(
-    workdir: Path, tmp_path: Path
+    workdir: Path, tmp_path: Path, kit: Any
 ) -> None:
-    cancelled = Job(workdir, tmp_path / "cancelled", "hold")
+    cancelled = Job(kit, workdir, tmp_path / "cancelled", "hold")
     # 25 s: mid-start here, or with the driver running on a faster machine; either way Ray is up to stop.
-    timed_out = Job(workdir, tmp_path / "timed-out", "hold", "--timeout", "25s")
+    timed_out = Job(kit, workdir, tmp_path / "timed-out", "hold", "--timeout", "25s")
     try:
         found = wait_for_records(cancelled.records, {"driver", "task0", "task1", "task2", "task3"})
         cancelled.cli.send_signal(signal.SIGINT)
@@ -236,9 +206,9 @@ def test_ctrl_c_and_a_timeout_each_stop_every_ray_node_and_leave_nothing(
     assert cancelled_summary["state"] == "JOB_STATE_CANCELLED"
     groups = {r["pgid"] for r in found.values()} | cancelled.groups()
     assert len(groups) == 2
-    assert job_processes(groups, cancelled.out) == []
+    assert kit.job_processes(groups, cancelled.out) == []
 
     assert timed_out.cli.returncode == 1, timed_out.stdout + timed_out.stderr
     assert timed_out_summary["error"]["message"] == "the job ran past its timeout of 25s"
     assert (timed_out.out / "replicas" / "workerpool0-0" / "ray" / "ray-start.log").is_file()  # Ray started
-    assert job_processes(timed_out.groups(), timed_out.out) == []
+    assert kit.job_processes(timed_out.groups(), timed_out.out) == []
