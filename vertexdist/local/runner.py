@@ -7,6 +7,8 @@
   get `settle_s` to exit after the chief, then are stopped. The first replica that fails fails the job and
   every other replica is stopped at once. With `restartJobOnWorkerRestart` the whole job is
   restarted instead, up to `max_restarts` times, with the same cluster (as Vertex keeps host names).
+- Each replica's stdout and stderr reach its one log file through a `LogCapture`, which also notes which
+  stream each line came from and when (Vertex logs stderr as ERROR; `local.log_capture`).
 - States use Vertex's names (reference/vertex.md §4.4: JobState).
 
 `LocalJob` is a library API (the emulator uses it): start, read state, cancel, wait, find log files.
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from vertexdist.errors import VertexdistError
 from vertexdist.local.environment import child_environment
+from vertexdist.local.log_capture import LogCapture
 from vertexdist.local.plan import LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
 
@@ -35,6 +38,8 @@ DEFAULT_GRACE_S = 5.0
 # After the chief succeeds, how long the other training replicas get to exit on their own before the job
 # (already a success) stops them; DDP workers normally finish within a second of the chief.
 DEFAULT_SETTLE_S = 10.0
+# How long a replica's exit waits for the rest of its output to reach the log.
+LOG_DRAIN_S = 1.0
 
 
 class JobState(str, Enum):
@@ -356,28 +361,33 @@ class LocalJob:
 
     def _start_replica(self, launch: ReplicaLaunch, attempt: int, events: queue.Queue[str]) -> _Running:
         with open(launch.log_path, "ab") as log:
+            capture = LogCapture(launch.log_path)  # stdout and stderr kept apart: see local.log_capture
             if attempt:
-                log.write(f"----- vertexdist: job restart {attempt} -----\n".encode())
-                log.flush()
+                capture.note(f"----- vertexdist: job restart {attempt} -----")
             try:
                 proc = subprocess.Popen(
                     list(launch.argv),
                     env=child_environment(self._base_env, launch.env),
                     cwd=launch.cwd,
                     stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
+                    stdout=capture.stdout,
+                    stderr=capture.stderr,
                     start_new_session=True,
                 )
             except OSError as exc:
+                capture.abandon()
                 log.write(f"vertexdist: cannot start {launch.argv[0]}: {exc}\n".encode())
                 running = _Running(launch, None, done=True, exit_code=127)
                 events.put(launch.name)
                 return running
+            capture.start(launch.name)
         running = _Running(launch, proc, pgid=proc.pid)
 
         def wait_for_exit() -> None:
             proc.wait()
+            # Its last lines (a traceback) are in the log before its exit is reported; workers it left
+            # holding the pipes do not hold the report up for long.
+            capture.wait(LOG_DRAIN_S)
             events.put(launch.name)
 
         threading.Thread(target=wait_for_exit, name=f"wait-{launch.name}", daemon=True).start()
