@@ -58,22 +58,46 @@ class JobStatus:
         }
 
 
+# Cloud Logging's severities, lowest first (https://cloud.google.com/logging/docs/reference/v2/rest/v2/LogEntry#LogSeverity).
+SEVERITIES = ("DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")
+
+
+def severity_rank(name: str) -> int:
+    """0 for DEFAULT up to 8 for EMERGENCY; ValueError for another name."""
+    return SEVERITIES.index(name.upper())
+
+
+@dataclass(frozen=True)
+class LogQuery:
+    """Which log lines `logs` returns: one replica's (`workerpool1-0`), one trial's, at least a severity,
+    none older than `since` (seconds since the epoch)."""
+
+    replica: str | None = None
+    trial: str | None = None
+    severity: str | None = None
+    since: float | None = None
+
+
 @dataclass(frozen=True)
 class LogChunk:
+    """Log text of one replica (its lines, in order), prefixed by `replica` where it is shown."""
+
     replica: str
     text: str
-    next_offset: int
+    severity: str = "DEFAULT"
+    timestamp: str | None = None  # RFC 3339, where the source knows it
 
 
 @dataclass(frozen=True)
 class LogsPage:
-    """New log text per replica since the offsets asked for; `links` where logs live elsewhere (Vertex)."""
+    """Log lines in time order. `cursor` is the backend's own: pass it back to get what came after (nothing
+    twice, nothing skipped). `more`: more is ready now, ask again at once. `links`: where else logs are shown.
+    """
 
     chunks: list[LogChunk]
+    cursor: object | None = None
+    more: bool = False
     links: list[str] = field(default_factory=list)
-
-    def offsets(self) -> dict[str, int]:
-        return {chunk.replica: chunk.next_offset for chunk in self.chunks}
 
 
 RequestT = TypeVar("RequestT")
@@ -90,4 +114,4 @@ class Backend(Protocol[RequestT]):
 
     def cancel(self, name: str) -> None: ...
 
-    def logs(self, name: str, offsets: dict[str, int] | None = None) -> LogsPage: ...
+    def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage: ...

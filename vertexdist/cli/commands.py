@@ -11,6 +11,7 @@ from vertexdist.cli import (
     jobs,
     local_run,
     machines,
+    outputs,
     render,
     schema,
     submit,
@@ -27,5 +28,6 @@ MODULES: list[ModuleType] = [
     build,
     submit,
     jobs,
+    outputs,
     emulator,
 ]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vertexdist.cli.submit_view import confirm_duplicate, follow_job, upload
+from vertexdist.cli.submit_view import confirm_duplicate, follow_job, submitted_where, upload
 from vertexdist.cli.targets import Endpoint, Location, Project, Transport, vertex_backend
 from vertexdist.errors import JobFailedError, UsageError
 
@@ -161,6 +161,9 @@ def _submit(
     upload(backend, submission)
     name = backend.schedule(submission)
     typer.echo(name)
+    if not in_process:  # an in-process emulator's jobs are read where it said, after it stopped
+        for line in submitted_where(submission, name, target):
+            typer.echo(line, err=True)
     if detach:
         typer.echo(f"follow it: vertexdist status {name}", err=True)
         return

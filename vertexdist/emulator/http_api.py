@@ -4,7 +4,8 @@ Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{
 `GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines,
 `/v1beta1/` alike. Errors are `{"error": {code, message, status}}`, which the client maps to
 google.api_core exceptions. `$alt=json;enum-encoding=int` asks for enums as numbers.
-Emulator-only extensions live under `/vertexdist/` (replica logs, fault plan).
+Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging_api`). Emulator-only
+extensions live under `/vertexdist/` (the fault plan).
 Bodies are read as Google's front end reads them (`http_body`: 411, 400, 413, bounded memory), before
 routing, and the fields the emulator reads are type-checked (`shapes`): bad input is a 4xx, never a 500.
 """
@@ -21,8 +22,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from vertexdist.emulator import logging_api
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
+from vertexdist.emulator.log_entries import JobEntries
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.errors import VertexdistError
 from vertexdist.wire import shapes
@@ -33,10 +36,6 @@ _RESOURCE = re.compile(
     r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines)(?:/([^/:]+))?(:cancel)?$"
 )
 _LINGER_S = 2.0
-_OFFSET = re.compile(r"^[0-9]{1,18}$")
-_LOGS = re.compile(
-    r"^/vertexdist/v1/(projects/[^/]+/locations/[^/]+/(?:customJobs|trainingPipelines)/[^/]+)/logs$"
-)
 
 
 def _public(resource: dict[str, Any], as_int: bool) -> dict[str, Any]:
@@ -136,6 +135,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         as_int = "enum-encoding=int" in query.get("$alt", "")
         try:
+            if path == logging_api.PATH and verb == "POST":
+                self._send(HTTPStatus.OK, self.server.logging.entries_list(self._body()))
+                return
             if path.startswith("/vertexdist/"):
                 self._extension(verb, path, query)
                 return
@@ -214,16 +216,6 @@ class _Handler(BaseHTTPRequestHandler):
         return out
 
     def _extension(self, verb: str, path: str, query: dict[str, str]) -> None:
-        match = _LOGS.match(path)
-        if verb == "GET" and match:
-            offsets: dict[str, int] = {}
-            for key, value in query.items():
-                if key.startswith("offset."):
-                    if not _OFFSET.match(value):
-                        raise ApiError.invalid(f"{key} {value[:40]!r} is not a byte offset")
-                    offsets[key.removeprefix("offset.")] = int(value)
-            self._send(HTTPStatus.OK, self.server.service.logs(match.group(1), offsets))
-            return
         if path == "/vertexdist/v1/faults" and verb == "POST":
             try:
                 fault = Fault.from_body(self._body())
@@ -252,6 +244,7 @@ class VertexHTTPServer(ThreadingHTTPServer):
                 hint="pick another --port, or 0 for any free port",
             ) from None
         self.service = service
+        self.logging = logging_api.LoggingApi(JobEntries(service))
         self.faults = FaultPlan()
         self.verbose = verbose
         self._thread: threading.Thread | None = None

@@ -13,12 +13,13 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 from vertexdist.emulator.execution import JobRunner
 from vertexdist.emulator.faults import FaultPlan
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
+from vertexdist.emulator.output_sync import publish_outputs
 from vertexdist.emulator.service import EmulatorService
 from vertexdist.emulator.store import JobStore
 from vertexdist.errors import VertexdistError
@@ -87,7 +88,12 @@ class Emulator:
                 )
             self.store = JobStore(self.data_dir if data_dir else None)
             service = EmulatorService(
-                self.store, runner, work_dir=self.data_dir, fetch_package=self._fetch, hold_get_s=hold_get_s
+                self.store,
+                runner,
+                work_dir=self.data_dir,
+                fetch_package=self._fetch,
+                hold_get_s=hold_get_s,
+                publish_outputs=self._publish,
             )
             self.service = service
             self.http = VertexHTTPServer(self.service, port, verbose=verbose)
@@ -102,6 +108,10 @@ class Emulator:
     def _fetch(self, uri: str, folder: Path) -> Path:
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
         return self.storage.download(uri, folder / key / uri.rsplit("/", 1)[-1])
+
+    def _publish(self, spec: dict[str, Any]) -> list[str]:
+        assert self.data_dir is not None
+        return publish_outputs(self.storage, self.data_dir / "gcs", spec)
 
     @property
     def faults(self) -> FaultPlan:
