@@ -22,6 +22,7 @@ from vertexdist.backends.config import Target
 from vertexdist.backends.vertex import VertexBackend
 from vertexdist.backends.vertex.cloud_logging import CloudLoggingSource
 from vertexdist.backends.watch import PollPolicy, read_logs, watch
+from vertexdist.cli.job_view import where_lines
 from vertexdist.emulator import Emulator
 
 pytestmark = pytest.mark.integration
@@ -178,9 +179,35 @@ def test_a_pipelines_logs_are_its_custom_jobs(emu: Emulator, cli: Any, write_tem
     assert code == 0, err
     name = out.splitlines()[0]
     assert "/trainingPipelines/" in name and f"logs: vertexdist logs {name} --follow" in err
+    assert "outputs: gs://vd-staging/staging/vertexdist/output/" in err
     code, out, err = cli("logs", name, "--json")
     got = {(r["line"], r["severity"]) for r in map(json.loads, out.splitlines())}
     assert {("to stdout", "INFO"), ("to stderr", "ERROR")} <= got
+    code, out, _ = cli("status", name)
+    assert f"  logs:         vertexdist logs {name}\n" in out and f"vertexdist outputs {name}" in out
+    assert "log viewer" not in out  # an emulator job has no console
+    code, out, _ = cli("status", name, "--json")
+    assert json.loads(out)["where"]["logsCommand"] == f"vertexdist logs {name}"
+
+
+def test_on_vertex_status_links_the_logs_explorer_query_of_the_custom_job() -> None:
+    pipeline = "projects/my-proj/locations/us-central1/trainingPipelines/77"
+    status = JobStatus(
+        name=pipeline,
+        display_name="d",
+        state="RUNNING",
+        backing_job="projects/my-proj/locations/us-central1/customJobs/123",
+        spec={"baseOutputDirectory": {"outputUriPrefix": "gs://b/out/job-1"}},
+    )
+    lines = where_lines(status, pipeline, on_vertex=True)
+    assert lines[:3] == [
+        "  outputs:      gs://b/out/job-1/",
+        f"                vertexdist outputs {pipeline} --download DIR",
+        f"  logs:         vertexdist logs {pipeline} --follow",
+    ]
+    (viewer,) = [line for line in lines if "log viewer" in line]
+    assert "console.cloud.google.com/logs/query;query=" in viewer and "?project=my-proj" in viewer
+    assert "resource.labels.job_id%3D%22123%22" in viewer
 
 
 def test_following_a_running_job_gets_every_line_once_across_pages(

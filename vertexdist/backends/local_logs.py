@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from vertexdist.backends.base import LogChunk, LogQuery, LogsPage, severity_rank
@@ -18,6 +19,11 @@ PAGE_LINES = 5000
 
 def severity_of(line: LogLine) -> str:
     return "ERROR" if line.stderr else "INFO"
+
+
+def _keyed(replica: str, lines: list[LogLine], first: int) -> Iterator[tuple[int, str, LogLine]]:
+    for line in itertools.islice(lines, first, None):
+        yield line.time_ns, replica, line
 
 
 class LocalLogs:
@@ -46,7 +52,7 @@ class LocalLogs:
                 continue
             lines = self._reader(path).lines(final=final)
             first = bisect.bisect_left(lines, offsets.get(replica, 0), key=lambda line: line.offset)
-            pending.append((line.time_ns, replica, line) for line in lines[first:])
+            pending.append(_keyed(replica, lines, first))
         chunks: list[LogChunk] = []
         more = False
         for time_ns, replica, line in heapq.merge(*pending, key=lambda item: (item[0], item[1])):

@@ -44,16 +44,18 @@ def watch(
     delay = policy.initial_s
     last_state = ""
     cursor: object | None = None
+    seen_running = False
     while True:
         status = backend.describe(name)
         if status.state != last_state:
             delay = policy.initial_s
             last_state = status.state
         on_status(status)
+        seen_running = seen_running or not status.done
         if on_logs is not None:
             cursor = read_logs(backend, name, cursor, log_query, partial(_show, on_logs, status))
         if until(status):
-            if on_logs is not None and status.done and policy.final_logs_after_s > 0:
+            if on_logs is not None and status.done and seen_running and policy.final_logs_after_s > 0:
                 sleep(policy.final_logs_after_s)
                 read_logs(backend, name, cursor, log_query, partial(_show, on_logs, status))
             return status

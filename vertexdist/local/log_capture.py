@@ -8,11 +8,10 @@ one file for both streams, so each replica gets two pipes and one thread that co
 - `logs/workerpool0-0.log` stays what it was, both streams merged in arrival order (what users read, what
   the live view tails); whole lines are written, so a stdout line and a stderr line never mix mid-line, and a
   partial line (a progress bar, a prompt) goes out once its stream has been quiet for `FLUSH_S`.
-- beside it, `workerpool0-0.log.index` gets one line per write, before the write: `OFFSET STREAM UNIX_NS`
-  (`o` stdout, `e` stderr, `OFFSET` where the write starts in the log, `UNIX_NS` when its first byte
-  arrived). That is
-  what `log_records` turns into per-line severity and time, for `vertexdist logs` and the emulator's
-  Cloud Logging; it costs one short line per write, not per log line.
+- beside it, `workerpool0-0.log.index` gets a line per piece written, before it: `OFFSET STREAM UNIX_NS`
+  (`o` stdout, `e` stderr, `OFFSET` where the piece starts in the log, `UNIX_NS` when its first byte
+  arrived). That is what `log_records` turns into per-line severity and time, for `vertexdist logs` and
+  the emulator's Cloud Logging; it costs one short line per piece (a burst of lines), not per log line.
 """
 
 from __future__ import annotations
@@ -37,13 +36,37 @@ def index_path(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + INDEX_SUFFIX)
 
 
+Segment = tuple[str, bytes, int]  # (stream, bytes, arrival ns of the first of them)
+
+
 class _Pending:
     """Bytes of one stream not yet written (no newline yet), and when the first of them arrived."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
         self.data = b""
         self.since_ns = 0
         self.last = 0.0
+
+    def add(self, data: bytes) -> list[Segment]:
+        """The complete lines now ready (all of it past MAX_PENDING); the rest waits."""
+        now = time.time_ns()
+        if not self.data:
+            self.since_ns = now
+        self.data += data
+        self.last = time.monotonic()
+        cut = len(self.data) if len(self.data) > MAX_PENDING else self.data.rfind(b"\n") + 1
+        if not cut:
+            return []
+        ready = [(self.stream, self.data[:cut], self.since_ns)]
+        self.data = self.data[cut:]
+        self.since_ns = now
+        return ready
+
+    def take_all(self) -> list[Segment]:
+        ready = [(self.stream, self.data, self.since_ns)] if self.data else []
+        self.data = b""
+        return ready
 
 
 class LogCapture:
@@ -61,11 +84,11 @@ class LogCapture:
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._files_open = True
+        self._broken = False
 
     def note(self, text: str) -> None:
         """A line of the runner's own (a restart marker) into the log, as stdout."""
-        with self._lock:
-            self._write(STDOUT, text.encode() + b"\n", time.time_ns())
+        self._write([(STDOUT, text.encode() + b"\n", time.time_ns())])
 
     def start(self, name: str) -> None:
         os.close(self.stdout)
@@ -84,60 +107,56 @@ class LogCapture:
 
     def _copy(self) -> None:
         selector = selectors.DefaultSelector()
-        pending = {STDOUT: _Pending(), STDERR: _Pending()}
+        pending = {STDOUT: _Pending(STDOUT), STDERR: _Pending(STDERR)}
         try:
             selector.register(self._out_read, selectors.EVENT_READ, STDOUT)
             selector.register(self._err_read, selectors.EVENT_READ, STDERR)
             while selector.get_map():
                 waiting = any(p.data for p in pending.values())
+                ready: list[Segment] = []
                 for key, _ in selector.select(FLUSH_S if waiting else None):
-                    stream: str = key.data
+                    part = pending[key.data]
                     data = os.read(key.fd, READ_BYTES)
-                    if not data:
+                    if data:
+                        ready += part.add(data)
+                    else:
                         selector.unregister(key.fd)
                         os.close(key.fd)
-                        self._flush(stream, pending[stream])
-                        continue
-                    self._take(stream, pending[stream], data)
+                        ready += part.take_all()
                 quiet_since = time.monotonic() - FLUSH_S
-                for stream, part in pending.items():
+                for part in pending.values():
                     if part.data and part.last <= quiet_since:
-                        self._flush(stream, part)
-        except OSError:
-            pass  # the log cannot be written (disk full, folder gone): the process must not block on it
+                        ready += part.take_all()
+                if ready:
+                    self._write(ready)
         finally:
+            for key in list(selector.get_map().values()):  # a read failed: never leave a writer blocked
+                with contextlib.suppress(OSError):
+                    os.close(key.fd)
             selector.close()
             self._close_files()
             self._done.set()
 
-    def _take(self, stream: str, part: _Pending, data: bytes) -> None:
-        now = time.time_ns()
-        if not part.data:
-            part.since_ns = now
-        part.data += data
-        part.last = time.monotonic()
-        cut = part.data.rfind(b"\n") + 1
-        if len(part.data) > MAX_PENDING:
-            cut = len(part.data)
-        if cut:
-            with self._lock:
-                self._write(stream, part.data[:cut], part.since_ns)
-            part.data = part.data[cut:]
-            part.since_ns = now
-
-    def _flush(self, stream: str, part: _Pending) -> None:
-        if part.data:
-            with self._lock:
-                self._write(stream, part.data, part.since_ns)
-            part.data = b""
-
-    def _write(self, stream: str, data: bytes, since_ns: int) -> None:
-        offset = os.fstat(self._log).st_size  # O_APPEND: the write lands at the end
-        # The index line first: a reader that sees these bytes in the log has their stream and time already.
-        os.write(self._index, f"{offset} {stream} {since_ns}\n".encode())
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._log, view) :]
+    def _write(self, segments: list[Segment]) -> None:
+        """One index write, then one log write, for everything ready (few system calls per chatty burst)."""
+        with self._lock:
+            if self._broken or not self._files_open:
+                return
+            marks = []
+            try:
+                # O_APPEND: the write lands at the end (another attempt's capture may still be writing too).
+                offset = os.fstat(self._log).st_size
+                for stream, data, since_ns in segments:
+                    marks.append(f"{offset} {stream} {since_ns}\n")
+                    offset += len(data)
+                # The index first: a reader that sees these bytes in the log has their stream and time.
+                os.write(self._index, "".join(marks).encode())
+                view = memoryview(b"".join(data for _, data, _ in segments))
+                while view:
+                    view = view[os.write(self._log, view) :]
+            except OSError:
+                # Disk full, folder gone: keep draining the pipes, a replica must never block on its log.
+                self._broken = True
 
     def _close_files(self) -> None:
         with self._lock:

@@ -3,16 +3,22 @@ integer nanoseconds since the epoch: exact to compare, where floats and datetime
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timezone
 
 _RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:?\d{2})$")
 
 
+@functools.lru_cache(maxsize=64)
+def _whole_seconds(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def format_ns(time_ns: int) -> str:
     """`2024-05-01T12:00:00.123456789Z` (UTC, nine fraction digits: Cloud Logging's form)."""
     seconds, nanos = divmod(time_ns, 1_000_000_000)
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos:09d}Z"
+    return f"{_whole_seconds(seconds)}.{nanos:09d}Z"
 
 
 def parse_ns(text: str) -> int:
