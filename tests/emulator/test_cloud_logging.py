@@ -249,6 +249,7 @@ def test_following_a_running_job_gets_every_line_once_across_pages(
 
 
 def test_logs_follow_in_the_cli_ends_on_ctrl_c_with_130(emu: Emulator, job_client: Any, pool: Any) -> None:
+    emu.service.hold_get_s = 0  # the follower's polls answer at once
     name = run_job(
         job_client, pool, "import time\nprint('started', flush=True)\ntime.sleep(60)\n", wait=False
     )

@@ -51,14 +51,21 @@ def test_a_partial_line_waits_for_its_newline_unless_its_stream_goes_quiet(tmp_p
         "print('an error', file=sys.stderr, flush=True)\n"  # does not cut into the stdout line
         "sys.stdout.write(' ... 100%\\n'); sys.stdout.flush()\n"
         "time.sleep(0.01)\n"
-        "sys.stdout.write('prompt> '); sys.stdout.flush(); time.sleep(0.5)\n"
+        "sys.stdout.write('prompt> '); sys.stdout.flush(); time.sleep(1.0)\n"
         "print('answer')\n"
     )
     capture(log, code)
-    assert log.read_text().splitlines() == ["an error", "progress 50% ... 100%", "prompt> answer"]
-    records = index_path(log).read_text().splitlines()
-    assert len(records) == 4  # "prompt> " went out on its own, once its stream was quiet
-    assert [line.stderr for line in LogReader(log).lines()] == [True, False, False]
+    lines = log.read_text().splitlines()
+    assert sorted(lines[:2]) == ["an error", "progress 50% ... 100%"]  # the stderr line did not cut in
+    assert lines[2:] == ["prompt> answer"]
+    offsets = [int(record.split()[0]) for record in index_path(log).read_text().splitlines()]
+    prompt = log.read_bytes().index(b"prompt> ")
+    assert prompt in offsets and prompt + len(b"prompt> ") in offsets  # it went out once stdout was quiet
+    assert {line.text: line.stderr for line in LogReader(log).lines()} == {
+        "an error": True,
+        "progress 50% ... 100%": False,
+        "prompt> answer": False,
+    }
 
 
 def test_the_reader_reads_only_what_was_appended_and_an_unterminated_line_when_final(tmp_path: Path) -> None:
@@ -99,8 +106,13 @@ def test_the_runner_captures_every_replica_and_notes_a_restart_as_stdout(tmp_pat
     result = job.wait(120)
     assert result is not None and result.state.value == "JOB_STATE_SUCCEEDED", result
     assert result.restarts >= 1
+    marker = ("----- vertexdist: job restart 1 -----", False)
     for path in job.log_paths().values():
         lines = [(line.text, line.stderr) for line in LogReader(path).lines(final=True)]
-        assert lines[:2] == [("hello from t", False), ("trouble", True)]
-        assert ("----- vertexdist: job restart 1 -----", False) in lines
-        assert lines[-1] == ("trouble", True)
+        assert marker in lines
+        # The last attempt ran to its end; an earlier one may have been stopped before it printed anything.
+        restarts = [
+            i for i, (text, _) in enumerate(lines) if text.startswith("----- vertexdist: job restart")
+        ]
+        assert all(not lines[i][1] for i in restarts)  # the runner's own lines are stdout (INFO)
+        assert sorted(lines[restarts[-1] + 1 :]) == [("hello from t", False), ("trouble", True)]

@@ -1,17 +1,21 @@
 """The backend interface and the plain data that crosses it (torchx `schedulers/api.py` shape).
 
 `dryrun(template) -> request` builds the exact request; `schedule(request)` runs that very request and returns
-the job's name, so `submit --dry-run` and `local-run --plan` show what runs. `describe`, `list`, `cancel` and
-`logs` address a job by that name. Two implementations: `backends.vertex` (Vertex AI, or the emulator, through
-google-cloud-aiplatform; the request is a `Submission`) and `backends.local` (this machine; a `LocalRequest`).
+the job's name, so `submit --dry-run` and `local-run --plan` show what runs. `describe`, `list`, `cancel`,
+`logs` and `outputs` address a job by that name. Two implementations: `backends.vertex` (Vertex AI, or the
+emulator, through google-cloud-aiplatform; the request is a `Submission`) and `backends.local` (this machine;
+a `LocalRequest`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from vertexdist.spec.models import JobTemplate
+
+if TYPE_CHECKING:
+    from vertexdist.backends.outputs import OutputSource
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "PAUSED", "EXPIRED"})
 
@@ -115,3 +119,5 @@ class Backend(Protocol[RequestT]):
     def cancel(self, name: str) -> None: ...
 
     def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage: ...
+
+    def outputs(self, name: str) -> OutputSource: ...

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from vertexdist.backends.base import LogChunk, LogQuery, LogsPage, severity_rank
+from vertexdist.errors import UsageError
 from vertexdist.local.log_records import LogLine, LogReader
 from vertexdist.wire.timestamps import format_ns
 
@@ -43,6 +44,11 @@ class LocalLogs:
     ) -> LogsPage:
         """Up to `limit` lines after `cursor` (replica -> offset) that `query` keeps, oldest first."""
         query = query or LogQuery()
+        if query.trial is not None:
+            raise UsageError(
+                "--trial picks a trial of a tuning job on Vertex or the emulator; a local job has none",
+                hint="drop --trial",
+            )
         offsets: dict[str, int] = dict(cursor) if isinstance(cursor, Mapping) else {}
         floor_ns = int(query.since * 1e9) if query.since is not None else None
         least = severity_rank(query.severity) if query.severity else 0

@@ -127,10 +127,10 @@ def _log_query(replica: str | None, trial: str | None, since: str | None, severi
 
 
 def _log_policy(backend: object) -> PollPolicy:
-    from vertexdist.backends.vertex import VertexBackend
     from vertexdist.backends.watch import CLOUD_LOGGING_POLICY, PollPolicy
 
-    if isinstance(backend, VertexBackend) and not backend.target.is_emulator:
+    target = getattr(backend, "target", None)  # a Vertex backend's; a local one reads files
+    if target is not None and not target.is_emulator:
         return CLOUD_LOGGING_POLICY
     return PollPolicy(follow_max_s=0.5)
 
