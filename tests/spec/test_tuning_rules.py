@@ -176,10 +176,16 @@ def test_validate_places_each_tuning_problem_on_its_line(write_template: WriteTe
     )
     _, problems = inspect_file(write_template(text=text))
     shown = {(p.line, p.path, p.message, p.hint) for p in problems}
-    assert (9, "tuning.parameter_spec.units.type", "'integr' is not one of double, integer, categorical, discrete",
-            "did you mean `integer`?") in shown  # fmt: skip
-    assert any(p.line == 12 and p.path == "tuning.serch_algorithm" and "search_algorithm" in (p.hint or "")
-               for p in problems)  # fmt: skip
+    assert (
+        9,
+        "tuning.parameter_spec.units.type",
+        "'integr' is not one of double, integer, categorical, discrete",
+        "did you mean `integer`?",
+    ) in shown
+    assert any(
+        p.line == 12 and p.path == "tuning.serch_algorithm" and "search_algorithm" in (p.hint or "")
+        for p in problems
+    )
     fixed = text.replace("integr", "integer").replace("serch_algorithm", "search_algorithm")
     _, problems = inspect_file(write_template(text=fixed))
     [log_scale] = [p for p in problems if p.path == "tuning.parameter_spec.lr.min"]

@@ -144,8 +144,10 @@ def test_there_is_a_shipped_tuning_template() -> None:
     assert [p.name for p in SHIPPED_TUNING] == ["cpu-tune.yaml"]
 
 
-@pytest.mark.parametrize(("stopping", "field"), [("median", "median_automated_stopping_spec"),
-                                                 ("decay_curve", "decay_curve_stopping_spec")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("stopping", "field"),
+    [("median", "median_automated_stopping_spec"), ("decay_curve", "decay_curve_stopping_spec")],
+)
 def test_request_parses_with_its_stopping_spec_and_scheduling(stopping: str, field: str) -> None:
     t = JobTemplate.model_validate(
         {**BASE, **CPU, "timeout": "2h", "tuning": {**VARIANTS["grid-last"], "early_stopping": stopping}}

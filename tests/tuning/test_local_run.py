@@ -125,8 +125,14 @@ def test_sigint_stops_every_trial_and_leaves_no_process(
     template = tuning_template(tuning, args=["--steps=1", "--sleep=60", f"--pid-dir={pids}"])
     out = tmp_path / "run"
     env = {**os.environ, "NO_GCE_CHECK": "true"}
-    proc = subprocess.Popen(_cli(str(template), "--out", str(out)), cwd=workdir, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        _cli(str(template), "--out", str(out)),
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while len(list(pids.iterdir())) < 3:

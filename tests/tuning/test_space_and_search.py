@@ -1,5 +1,5 @@
-"""The search space and the searches: a grid visits every point exactly once, random search with a seed gives
-the same trials again, bayesian search (optuna) suggests inside the space; trial arguments as Vertex passes."""
+"""The search space and the searches: a grid visits every point exactly once, random search with a seed
+gives the same trials again, bayesian search (optuna) suggests inside the space; trial args as Vertex's."""
 
 from __future__ import annotations
 
@@ -21,15 +21,21 @@ def test_grid_covers_the_grid_exactly_once() -> None:
     seen = []
     while (point := search.suggest(str(len(seen) + 1))) is not None:
         seen.append(tuple(sorted(point.items())))
-    expected = {tuple(sorted({"units": u, "opt": o, "batch": b}.items()))
-                for u, o, b in itertools.product([1, 2, 3], OPT.values, BATCH.values)}  # fmt: skip
+    expected = {
+        tuple(sorted({"units": u, "opt": o, "batch": b}.items()))
+        for u, o, b in itertools.product([1, 2, 3], OPT.values, BATCH.values)
+    }
     assert len(seen) == len(set(seen)) == 18 and set(seen) == expected
     assert grid_size([UNITS, OPT, BATCH]) == 18
 
 
 def test_grid_of_conditional_parameters_visits_children_only_under_their_parent() -> None:
-    opt = Parameter("opt", "categorical", values=("adam", "sgd"),
-                    conditionals=(Conditional(("adam",), Parameter("beta", "discrete", values=(0.9, 0.99))),))  # fmt: skip
+    opt = Parameter(
+        "opt",
+        "categorical",
+        values=("adam", "sgd"),
+        conditionals=(Conditional(("adam",), Parameter("beta", "discrete", values=(0.9, 0.99))),),
+    )
     points = list(grid_points([opt]))
     assert points == [{"opt": "adam", "beta": 0.9}, {"opt": "adam", "beta": 0.99}, {"opt": "sgd"}]
 
@@ -51,8 +57,8 @@ def test_scales_spread_samples_as_named() -> None:
 
     rng = random.Random(0)
     log = [float(sample_value(LR, rng)) for _ in range(2000)]
-    reverse = [float(sample_value(Parameter("r", "double", min=1e-4, max=1.0, scale="UNIT_REVERSE_LOG_SCALE"), rng))
-               for _ in range(2000)]  # fmt: skip
+    reversed_log = Parameter("r", "double", min=1e-4, max=1.0, scale="UNIT_REVERSE_LOG_SCALE")
+    reverse = [float(sample_value(reversed_log, rng)) for _ in range(2000)]
     # log: as many draws below 0.01 as above (the geometric middle); reverse log: dense near the top.
     assert 0.4 < sum(v < 0.01 for v in log) / len(log) < 0.6
     assert sum(v > 0.99 for v in reverse) / len(reverse) > 0.4

@@ -31,8 +31,14 @@ def test_decay_curve_stops_when_even_the_best_gain_seen_cannot_reach_the_best() 
     assert not decay_curve_should_stop([(1, 0.0)], finished[:2], maximize=True)
 
 
-def study(*, stopping: str = "none", max_failed: int = 0, trials: int = 6, parallel: int = 2,
-          selection: str = "BEST_MEASUREMENT") -> Study:  # fmt: skip
+def study(
+    *,
+    stopping: str = "none",
+    max_failed: int = 0,
+    trials: int = 6,
+    parallel: int = 2,
+    selection: str = "BEST_MEASUREMENT",
+) -> Study:
     spec = StudySpec(
         metrics=(Metric("acc", "MAXIMIZE"),),
         parameters=(Parameter("u", "integer", min=1, max=trials),),

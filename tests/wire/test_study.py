@@ -19,8 +19,11 @@ from vertexdist.wire.study import (
     trial_to_json,
 )
 
-POOL = {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
-        "containerSpec": {"imageUri": "x", "command": ["python"]}}  # fmt: skip
+POOL = {
+    "machineSpec": {"machineType": "n1-standard-4"},
+    "replicaCount": "1",
+    "containerSpec": {"imageUri": "x", "command": ["python"]},
+}
 
 
 def body(**study: Any) -> dict[str, Any]:
@@ -29,17 +32,31 @@ def body(**study: Any) -> dict[str, Any]:
         "studySpec": {
             "metrics": [{"metricId": "loss", "goal": 2}],
             "parameters": [
-                {"parameterId": "units", "integerValueSpec": {"minValue": "4", "maxValue": "8"}, "scaleType": 1},
-                {"parameterId": "opt", "categoricalValueSpec": {"values": ["a", "b"]},
-                 "conditionalParameterSpecs": [{"parentCategoricalValues": {"values": ["a"]},
-                  "parameterSpec": {"parameterId": "lr", "doubleValueSpec": {"minValue": 0.1, "maxValue": 1}}}]},
+                {
+                    "parameterId": "units",
+                    "integerValueSpec": {"minValue": "4", "maxValue": "8"},
+                    "scaleType": 1,
+                },
+                {
+                    "parameterId": "opt",
+                    "categoricalValueSpec": {"values": ["a", "b"]},
+                    "conditionalParameterSpecs": [
+                        {
+                            "parentCategoricalValues": {"values": ["a"]},
+                            "parameterSpec": {
+                                "parameterId": "lr",
+                                "doubleValueSpec": {"minValue": 0.1, "maxValue": 1},
+                            },
+                        }
+                    ],
+                },
             ],
             **study,
         },
         "maxTrialCount": 4,
         "parallelTrialCount": "2",
         "trialJobSpec": {"workerPoolSpecs": [POOL]},
-    }  # fmt: skip
+    }
 
 
 def test_int_enums_and_int64_strings_read_as_names_and_numbers() -> None:
@@ -70,14 +87,32 @@ def test_defaults_are_vertexs() -> None:
     ("change", "message"),
     [
         ({"metrics": []}, "at least one metric"),
-        ({"parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 2, "maxValue": 1}}]}, "below maxValue"),
+        (
+            {"parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 2, "maxValue": 1}}]},
+            "below maxValue",
+        ),
         ({"parameters": [{"parameterId": "x"}]}, "exactly one of"),
-        ({"algorithm": "GRID_SEARCH",
-          "parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}]}, "x is a double"),
-        ({"parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1},
-                          "scaleType": "UNIT_LOG_SCALE"}]}, "log scale needs values above 0"),
+        (
+            {
+                "algorithm": "GRID_SEARCH",
+                "parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}],
+            },
+            "x is a double",
+        ),
+        (
+            {
+                "parameters": [
+                    {
+                        "parameterId": "x",
+                        "doubleValueSpec": {"minValue": 0, "maxValue": 1},
+                        "scaleType": "UNIT_LOG_SCALE",
+                    }
+                ]
+            },
+            "log scale needs values above 0",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bodies_vertex_refuses_name_the_field(change: dict[str, Any], message: str) -> None:
     raw = body()
     raw["studySpec"].update(change)
@@ -87,14 +122,20 @@ def test_bodies_vertex_refuses_name_the_field(change: dict[str, Any], message: s
 
 def test_a_trial_round_trips_and_enums_encode_as_numbers() -> None:
     trial = Trial(
-        id="2", state="SUCCEEDED", parameters=(("units", 5), ("opt", "a")),
+        id="2",
+        state="SUCCEEDED",
+        parameters=(("units", 5), ("opt", "a")),
         final_measurement=Measurement(3, {"loss": 0.5}, 1.25),
         measurements=(Measurement(1, {"loss": 0.9}, 0.5), Measurement(3, {"loss": 0.5}, 1.25)),
-        start_time="2026-01-01T00:00:00Z", custom_job="projects/p/locations/l/customJobs/1",
-    )  # fmt: skip
+        start_time="2026-01-01T00:00:00Z",
+        custom_job="projects/p/locations/l/customJobs/1",
+    )
     raw = trial_to_json(trial)
-    assert raw["finalMeasurement"] == {"stepCount": 3, "metrics": [{"metricId": "loss", "value": 0.5}],
-                                       "elapsedDuration": "1.250s"}  # fmt: skip
+    assert raw["finalMeasurement"] == {
+        "stepCount": 3,
+        "metrics": [{"metricId": "loss", "value": 0.5}],
+        "elapsedDuration": "1.250s",
+    }
     assert trial_from_json(raw) == trial
     stored = {**normalize_tuning_job(body()), "state": "JOB_STATE_RUNNING", "trials": [raw]}
     encoded = encode_tuning_enums(stored, as_int=True)
