@@ -135,7 +135,7 @@ def search_race(seeds: int, budget: int, steps: int) -> None:
     for algorithm, found in results.items():
         reached = sum(v is not None for v in found)
         print(
-            f"   {names[algorithm]:<22} median {median(found):5.1f} trials   reached in {reached}/{seeds} runs"
+            f"   {names[algorithm]:<22} median {median(found):5.1f} trials, reached in {reached}/{seeds} runs"
             f"   per run: {found}   ({seconds[algorithm] / seeds:.2f} s a run)"
         )
     ratio = median(results["RANDOM_SEARCH"]) / median(results["ALGORITHM_UNSPECIFIED"])
@@ -159,9 +159,8 @@ def stopping_race(seeds: int, budget: int, steps: int) -> None:
         f"2. median stopping, random search, {budget} trials of {steps} steps, 4 in parallel, {seeds} seeds"
     )
     print(f"   trial-steps without stopping {total['none']}, with median stopping {total['median']}")
-    print(
-        f"   best result the same in every run: {same}   (best f per run: {[round(b, 4) for b in best['median']]})"
-    )
+    rounded = [round(b, 4) for b in best["median"]]
+    print(f"   best result the same in every run: {same}   (best f per run: {rounded})")
     print(f"   ratio trial-steps with / without stopping: {total['median'] / total['none']:.2f}")
 
 
