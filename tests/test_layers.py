@@ -17,7 +17,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")
-PURE_FILES = ("vertexdist/spec/probe.py", "vertexdist/render.py", "vertexdist/wire/probe.py")
+PURE_FILES = (
+    "vertexdist/spec/probe.py",
+    "vertexdist/render.py",
+    "vertexdist/render_tuning.py",
+    "vertexdist/wire/probe.py",
+)
 BANNED = ("google.cloud.aiplatform", "google.cloud.storage", "torch", "rich.console", "ray")
 
 
@@ -88,6 +93,21 @@ WALLS: dict[str, tuple[str, ...]] = {
     ),
     "vertexdist/emulator/": ("vertexdist.backends.vertex", "vertexdist.backends.local", "vertexdist.cli"),
     "trainer_pkg/": ("vertexdist",),
+    "vertexdist/render_tuning.py": (
+        "vertexdist.backends",
+        "vertexdist.local",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+        "vertexdist.tuning",
+    ),
+    "vertexdist/backends/local_tuning.py": ("vertexdist.backends.vertex", "vertexdist.emulator"),
+    # The tuning study is shared by local-run and the emulator: it knows neither, nor any backend; its pure
+    # parts (all but the loop and the local launcher) do not start processes either.
+    "vertexdist/tuning/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli"),
+    **{
+        f"vertexdist/tuning/{pure}.py": ("vertexdist.local", "vertexdist.backends", "vertexdist.emulator")
+        for pure in ("space", "search", "stopping", "hypertune", "study", "trials", "driver")
+    },
 }
 
 

@@ -246,3 +246,82 @@ def test_a_job_running_when_the_emulator_stops_is_failed_after_restart(tmp_path:
         assert [t.state.name for t in found.trials] == ["INFEASIBLE"]
         assert found.study_spec.metrics[0].metric_id == "score"
     assert os.path.isdir(data / "resources" / "hyperparameterTuningJobs")
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from vertexdist.cli import main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main.run(list(args))
+    out = capsys.readouterr()
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 0), out.out, out.err
+
+
+def test_submit_a_tuning_template_then_status_list_and_dry_run(
+    tuning_emulator: Emulator,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    import json
+    import shutil
+
+    import yaml
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VERTEX_API_ENDPOINT", tuning_emulator.vertex_endpoint)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", tuning_emulator.storage_endpoint)
+    client = storage.Client(project=PROJECT, credentials=AnonymousCredentials())
+    if client.lookup_bucket("tune-bucket") is None:
+        client.create_bucket("tune-bucket")
+    shutil.copy(TRIAL_SCRIPT, tmp_path / "trial.py")
+    template = tmp_path / "tune.yaml"
+    template.write_text(
+        yaml.safe_dump(
+            {
+                "display_name": "submitted-tuning",
+                "project": PROJECT,
+                "staging_bucket": "gs://tune-bucket/staging",
+                "container_uri": "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest",
+                "machine_type": "n1-standard-4",
+                "trainer": {"script": "trial.py"},
+                "tuning": {
+                    "metric_spec": {"score": "maximize"},
+                    "parameter_spec": {"units": {"type": "integer", "min": 3, "max": 5}},
+                    "max_trial_count": 3,
+                    "parallel_trial_count": 3,
+                    "search_algorithm": "grid",
+                },
+            }
+        )
+    )
+    code, out, _ = _cli(capsys, "submit", str(template), "--dry-run")
+    assert code == 0 and set(json.loads(out)) == {"parent", "hyperparameterTuningJob"}
+    code, out, err = _cli(capsys, "submit", str(template))
+    assert code == 0, err
+    name = out.strip().splitlines()[0]
+    assert "/hyperparameterTuningJobs/" in name and "job SUCCEEDED: submitted-tuning" in err
+    code, out, _ = _cli(capsys, "status", name)
+    assert code == 0 and "state:        SUCCEEDED" in out
+    code, out, _ = _cli(capsys, "list", "--project", PROJECT)
+    assert name in out
+    trial_jobs = [t.custom_job for t in aiplatform_trials(tuning_emulator, name)]
+    assert len(trial_jobs) == 3 and not any(job in out for job in trial_jobs)  # trials are the tuning job's
+    code, out, _ = _cli(capsys, "trials", name)
+    assert code == 0 and "best: trial 2 (score " in out  # units=4 is the optimum
+
+
+def aiplatform_trials(emu: Emulator, name: str) -> list[Any]:
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.aiplatform_v1 import JobServiceClient
+
+    client = JobServiceClient(
+        transport="rest",
+        client_options={"api_endpoint": emu.vertex_endpoint},
+        credentials=AnonymousCredentials(),
+    )
+    return list(client.get_hyperparameter_tuning_job(name=name).trials)

@@ -19,12 +19,14 @@ def trial_job_spec(spec: Mapping[str, Any], trial_id: str, args: Sequence[str]) 
     for pool in [pools] if isinstance(pools, dict) else pools:
         if not isinstance(pool, dict):
             continue
-        code = pool.get("pythonPackageSpec") or pool.get("containerSpec")
+        key = "pythonPackageSpec" if pool.get("pythonPackageSpec") else "containerSpec"
+        code = pool.get(key)
         if not isinstance(code, dict):
             continue
-        if "containerSpec" in pool and REDUCTION_SERVER_IMAGE_MARK in str(code.get("imageUri", "")):
+        if key == "containerSpec" and REDUCTION_SERVER_IMAGE_MARK in str(code.get("imageUri", "")):
             continue  # the reduction servers run Google's image, not the trainer
-        code["args"] = [*(code.get("args") or []), *args]
+        # A new dict per pool: pools may share one (deepcopy keeps shared objects shared).
+        pool[key] = {**code, "args": [*(code.get("args") or []), *args]}
     base = (out.get("baseOutputDirectory") or {}).get("outputUriPrefix")
     if base:
         out["baseOutputDirectory"] = {
