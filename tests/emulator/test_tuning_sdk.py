@@ -269,15 +269,11 @@ def test_submit_a_tuning_template_then_status_list_and_dry_run(
     import shutil
 
     import yaml
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import storage
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("VERTEX_API_ENDPOINT", tuning_emulator.vertex_endpoint)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", tuning_emulator.storage_endpoint)
-    client = storage.Client(project=PROJECT, credentials=AnonymousCredentials())
-    if client.lookup_bucket("tune-bucket") is None:
-        client.create_bucket("tune-bucket")
+    staging_bucket()
     shutil.copy(TRIAL_SCRIPT, tmp_path / "trial.py")
     template = tmp_path / "tune.yaml"
     template.write_text(
@@ -313,6 +309,62 @@ def test_submit_a_tuning_template_then_status_list_and_dry_run(
     assert len(trial_jobs) == 3 and not any(job in out for job in trial_jobs)  # trials are the tuning job's
     code, out, _ = _cli(capsys, "trials", name)
     assert code == 0 and "best: trial 2 (score " in out  # units=4 is the optimum
+
+
+def test_cancel_command_cancels_a_detached_tuning_job(
+    tuning_emulator: Emulator,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VERTEX_API_ENDPOINT", tuning_emulator.vertex_endpoint)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", tuning_emulator.storage_endpoint)
+    staging_bucket()
+    template = tmp_path / "tune.yaml"
+    template.write_text(
+        yaml.safe_dump(
+            {
+                "display_name": "cancelled-tuning",
+                "project": PROJECT,
+                "staging_bucket": "gs://tune-bucket/staging",
+                "machine_type": "n1-standard-4",
+                "container_uri": "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest",
+                "trainer": {"script": str(TRIAL_SCRIPT), "args": ["--sleep=60", "--steps=1"]},
+                "tuning": {
+                    "metric_spec": {"score": "maximize"},
+                    "parameter_spec": {"units": {"type": "integer", "min": 1, "max": 2}},
+                    "max_trial_count": 2,
+                    "parallel_trial_count": 2,
+                },
+            }
+        )
+    )
+    code, out, err = _cli(capsys, "submit", str(template), "--detach", "--yes")
+    assert code == 0, err
+    name = out.strip().splitlines()[0]
+    deadline = time.monotonic() + 60
+    while len(aiplatform_trials(tuning_emulator, name)) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    code, out, _ = _cli(capsys, "cancel", name)
+    assert code == 0 and f"cancel requested: {name}" in out
+    while _cli(capsys, "status", name, "--json")[1].find('"state": "CANCELLED"') < 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert _cli(capsys, "status", name)[0] == 1  # a cancelled job, as for any job
+
+
+def staging_bucket() -> None:
+    """The bucket submit uploads the trainer to, in the emulated Cloud Storage (STORAGE_EMULATOR_HOST)."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    client = storage.Client(project=PROJECT, credentials=AnonymousCredentials())
+    if client.lookup_bucket("tune-bucket") is None:
+        client.create_bucket("tune-bucket")
 
 
 def aiplatform_trials(emu: Emulator, name: str) -> list[Any]:
