@@ -59,6 +59,8 @@ def run_tuning(
     from vertexdist.render import mask_secrets
 
     backend = LocalTuningBackend(options, grace_s=grace_s, timeout_s=timeout_s, seed=seed)
+    if template.build is not None:
+        typer.echo("local-run: `build` ignored; each trial runs the trainer as a Python package", err=True)
     if plan_only:
         with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:
             request = backend.dryrun(template, scratch=Path(scratch))

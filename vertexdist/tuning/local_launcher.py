@@ -36,7 +36,7 @@ class GpuShares:
         self._lock = threading.Lock()
 
     def take(self) -> list[str] | None:
-        """A share, or None (no GPUs here: trials run on CPU as they would without this)."""
+        """A share, or None: no GPUs here, or fewer than trials, so every trial sees them all."""
         with self._lock:
             return self._free.pop(0) if self._free else None
 
@@ -119,7 +119,7 @@ class LocalTrialLauncher:
                 run_dir=folder,
                 sdists=self._sdists,
                 cache_dir=self._cache_dir,
-                gpus=share or [],
+                gpus=share,
                 display_name=f"trial {trial.id}",
             )
             local = schedule(request, grace_s=self._grace_s, timeout_s=self._timeout_s)
