@@ -10,7 +10,8 @@ import pytest
 from vertexdist.tuning.hypertune import ReportLog, parse_reports, to_measurements
 from vertexdist.tuning.stopping import decay_curve_should_stop, median_should_stop
 from vertexdist.tuning.study import Study
-from vertexdist.wire.study import Measurement, Metric, Parameter, StudySpec, TuningJob
+from vertexdist.wire.study import Metric, Parameter, StudySpec, TuningJob
+from vertexdist.wire.trials import Measurement
 
 GOOD = [(1, 0.5), (2, 0.7), (3, 0.8)]
 

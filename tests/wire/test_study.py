@@ -7,17 +7,8 @@ from typing import Any
 
 import pytest
 
-from vertexdist.wire.study import (
-    Measurement,
-    Trial,
-    TuningSpecError,
-    best_trial,
-    encode_tuning_enums,
-    normalize_tuning_job,
-    parse_tuning_job,
-    trial_from_json,
-    trial_to_json,
-)
+from vertexdist.wire.study import TuningSpecError, encode_tuning_enums, normalize_tuning_job, parse_tuning_job
+from vertexdist.wire.trials import Measurement, Trial, best_trial, trial_from_json, trial_to_json
 
 POOL = {
     "machineSpec": {"machineType": "n1-standard-4"},

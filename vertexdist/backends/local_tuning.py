@@ -25,7 +25,8 @@ from vertexdist.tuning.driver import TuningRun
 from vertexdist.tuning.local_launcher import LocalTrialLauncher
 from vertexdist.tuning.study import Study
 from vertexdist.tuning.trials import trial_output_uri
-from vertexdist.wire.study import TuningJob, normalize_tuning_job, parse_tuning_job, trial_to_json
+from vertexdist.wire.study import TuningJob, normalize_tuning_job, parse_tuning_job
+from vertexdist.wire.trials import trial_to_json
 
 SUMMARY = "summary.json"
 

@@ -17,7 +17,7 @@ from vertexdist.errors import UsageError
 
 if TYPE_CHECKING:
     from vertexdist.backends.vertex.tuning_status import TuningStatus
-    from vertexdist.wire.study import Trial
+    from vertexdist.wire.trials import Trial
 
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "EXPIRED"})
 TuningJobRef = Annotated[
@@ -64,7 +64,7 @@ def table_lines(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def trial_json(trial: Trial, best: bool) -> dict[str, object]:
-    from vertexdist.wire.study import trial_to_json
+    from vertexdist.wire.trials import trial_to_json
 
     return {**trial_to_json(trial), "best": best}
 

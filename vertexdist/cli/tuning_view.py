@@ -10,7 +10,7 @@ import time
 from typing import IO, Any
 
 from vertexdist.tuning.driver import Snapshot
-from vertexdist.wire.study import Trial, trial_to_json
+from vertexdist.wire.trials import Trial, trial_to_json
 
 _STATE_STYLE = {
     "ACTIVE": "cyan",

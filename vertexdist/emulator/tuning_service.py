@@ -23,7 +23,8 @@ from vertexdist.tuning.driver import TrialEnd, TuningRun
 from vertexdist.tuning.study import Study, TrialRecord
 from vertexdist.tuning.trials import trial_job_spec
 from vertexdist.wire.proto_json import now_rfc3339
-from vertexdist.wire.study import normalize_tuning_job, parse_tuning_job, trial_from_json, trial_to_json
+from vertexdist.wire.study import normalize_tuning_job, parse_tuning_job
+from vertexdist.wire.trials import trial_from_json, trial_to_json
 
 COLLECTION = "hyperparameterTuningJobs"
 CHIEF = "workerpool0-0"

@@ -16,7 +16,7 @@ from typing import Protocol
 from vertexdist.tuning.hypertune import ReportLog
 from vertexdist.tuning.study import JobOutcome, Study, TrialRecord
 from vertexdist.wire.proto_json import now_rfc3339
-from vertexdist.wire.study import Trial
+from vertexdist.wire.trials import Trial
 
 DEFAULT_POLL_S = 0.1
 STOP_WAIT_S = 30.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from vertexdist.wire.study import Measurement
+from vertexdist.wire.trials import Measurement
 
 _NOT_METRICS = frozenset({"timestamp", "trial", "global_step", "checkpoint_path"})
 

@@ -22,7 +22,8 @@ from vertexdist.tuning.search import Search, make_search
 from vertexdist.tuning.space import Assignment, active_parameters, trial_args
 from vertexdist.tuning.stopping import decay_curve_should_stop, median_should_stop
 from vertexdist.wire.proto_json import now_rfc3339
-from vertexdist.wire.study import Measurement, Trial, TuningJob, best_trial
+from vertexdist.wire.study import TuningJob
+from vertexdist.wire.trials import Measurement, Trial, best_trial
 
 JobOutcome = Literal["RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
 DEFAULT_RULE_MIN_FAILURES = 3

@@ -12,15 +12,8 @@ from typing import Any
 from vertexdist.backends.base import JobStatus
 from vertexdist.backends.config import Target
 from vertexdist.backends.vertex.status import status_of
-from vertexdist.wire.study import (
-    StudySpec,
-    Trial,
-    TuningSpecError,
-    best_trial,
-    normalize_tuning_job,
-    parse_study_spec,
-    trial_from_json,
-)
+from vertexdist.wire.study import StudySpec, TuningSpecError, normalize_tuning_job, parse_study_spec
+from vertexdist.wire.trials import Trial, best_trial, trial_from_json
 
 
 @dataclass(frozen=True)
