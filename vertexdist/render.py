@@ -23,6 +23,8 @@ from vertexdist.spec.durations import format_duration
 from vertexdist.spec.models import BUNDLED_TRAINER, SCRIPT_PACKAGE, JobTemplate
 
 REQUEST_HASH_LABEL = "vertexdist-request"
+# The resource a request body creates, by its key in the body (the one that carries the hash label).
+REQUEST_RESOURCES = ("trainingPipeline", "hyperparameterTuningJob")
 TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
 PENDING = "<pending>"
 # The SDK's reduction pool disk (worker_spec_utils._WorkerPoolSpec defaults).
@@ -178,8 +180,13 @@ def render_request(
     """The exact REST body of PipelineService.CreateTrainingPipeline, as `CustomTrainingJob.run()` makes.
 
     Its `vertexdist-request` label is a hash of the rest of the body, so the server can tell a second
-    submit of the very same request (a label filter) before it creates a duplicate.
+    submit of the very same request (a label filter) before it creates a duplicate. A template with a
+    `tuning:` section is a CreateHyperparameterTuningJob request instead (`render_tuning`).
     """
+    if t.tuning is not None:
+        from vertexdist.render_tuning import render_tuning_request
+
+        return render_tuning_request(t, package_uri=package_uri, image_uri=image_uri)
     labels: dict[str, str] = dict(t.labels)
     request: dict[str, Any] = {
         "parent": f"projects/{t.project}/locations/{t.location}",
@@ -197,7 +204,9 @@ def render_request(
 def request_hash(request: dict[str, Any]) -> str:
     """A label-safe hash (lowercase hex, 16 chars) of a request, ignoring its own hash label."""
     body = copy.deepcopy(request)
-    body.get("trainingPipeline", {}).get("labels", {}).pop(REQUEST_HASH_LABEL, None)
+    for resource in (body.get(key) for key in REQUEST_RESOURCES):
+        if isinstance(resource, dict):
+            resource.get("labels", {}).pop(REQUEST_HASH_LABEL, None)
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

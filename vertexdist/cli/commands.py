@@ -14,6 +14,7 @@ from vertexdist.cli import (
     render,
     schema,
     submit,
+    trials,
     validate,
 )
 
@@ -27,5 +28,6 @@ MODULES: list[ModuleType] = [
     build,
     submit,
     jobs,
+    trials,
     emulator,
 ]

@@ -1,9 +1,10 @@
 """The REST front end: the wire format google-cloud-aiplatform's REST transport speaks, on loopback only.
 
 Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{parent}/customJobs`,
-`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines,
-`/v1beta1/` alike. Errors are `{"error": {code, message, status}}`, which the client maps to
-google.api_core exceptions. `$alt=json;enum-encoding=int` asks for enums as numbers.
+`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines and
+hyperparameterTuningJobs (these also `DELETE /v1/{name}`; `tuning_api` serves them), `/v1beta1/` alike.
+Errors are `{"error": {code, message, status}}`, which the client maps to google.api_core exceptions.
+`$alt=json;enum-encoding=int` asks for enums as numbers.
 Emulator-only extensions live under `/vertexdist/` (replica logs, fault plan).
 Bodies are read as Google's front end reads them (`http_body`: 411, 400, 413, bounded memory), before
 routing, and the fields the emulator reads are type-checked (`shapes`): bad input is a 4xx, never a 500.
@@ -21,21 +22,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from vertexdist.emulator import tuning_api
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
 from vertexdist.emulator.service import ApiError, EmulatorService
+from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.wire import shapes
 from vertexdist.wire.proto_json import encode_enums
 
 LOOPBACK = "127.0.0.1"
 _RESOURCE = re.compile(
-    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines)(?:/([^/:]+))?(:cancel)?$"
+    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines|hyperparameterTuningJobs)"
+    r"(?:/([^/:]+))?(:cancel)?$"
 )
 _LINGER_S = 2.0
 _OFFSET = re.compile(r"^[0-9]{1,18}$")
 _LOGS = re.compile(
-    r"^/vertexdist/v1/(projects/[^/]+/locations/[^/]+/(?:customJobs|trainingPipelines)/[^/]+)/logs$"
+    r"^/vertexdist/v1/(projects/[^/]+/locations/[^/]+/"
+    r"(?:customJobs|trainingPipelines|hyperparameterTuningJobs)/[^/]+)/logs$"
 )
 
 
@@ -169,6 +174,8 @@ class _Handler(BaseHTTPRequestHandler):
             return "get"
         if verb == "POST" and cancel:
             return "cancel"
+        if verb == "DELETE" and ident is not None and not cancel:
+            return "delete"
         raise ApiError(405 if verb != "DELETE" else 501, "UNIMPLEMENTED", f"{verb} is not supported here")
 
     def _call(
@@ -181,6 +188,12 @@ class _Handler(BaseHTTPRequestHandler):
         as_int: bool,
     ) -> dict[str, Any]:
         service = self.server.service
+        if collection in tuning_api.COLLECTIONS and self.server.tuning is not None:
+            return tuning_api.call(
+                self.server.tuning, service, method, parent, ident, self._body, query, as_int
+            )
+        if method == "delete":
+            raise ApiError(501, "UNIMPLEMENTED", f"the emulator does not delete {collection}")
         name = f"{parent}/{collection}/{ident}"
         if method == "create":
             body = self._body()
@@ -222,7 +235,12 @@ class _Handler(BaseHTTPRequestHandler):
                     if not _OFFSET.match(value):
                         raise ApiError.invalid(f"{key} {value[:40]!r} is not a byte offset")
                     offsets[key.removeprefix("offset.")] = int(value)
-            self._send(HTTPStatus.OK, self.server.service.logs(match.group(1), offsets))
+            name = match.group(1)
+            tuning = self.server.tuning
+            source = (
+                tuning if tuning is not None and "/hyperparameterTuningJobs/" in name else self.server.service
+            )
+            self._send(HTTPStatus.OK, source.logs(name, offsets))
             return
         if path == "/vertexdist/v1/faults" and verb == "POST":
             try:
@@ -242,7 +260,14 @@ class _Handler(BaseHTTPRequestHandler):
 class VertexHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, service: EmulatorService, port: int = 0, *, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        service: EmulatorService,
+        port: int = 0,
+        *,
+        verbose: bool = False,
+        tuning: TuningService | None = None,
+    ) -> None:
         # Loopback only: the emulator runs arbitrary commands it is sent, so it must never face a network.
         try:
             super().__init__((LOOPBACK, port), _Handler)
@@ -252,6 +277,7 @@ class VertexHTTPServer(ThreadingHTTPServer):
                 hint="pick another --port, or 0 for any free port",
             ) from None
         self.service = service
+        self.tuning = tuning
         self.faults = FaultPlan()
         self.verbose = verbose
         self._thread: threading.Thread | None = None

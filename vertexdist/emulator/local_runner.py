@@ -81,6 +81,8 @@ class LocalBackendRunner:
             region=request.region,
             gcs_root=str(request.gcs_root),
             procs_per_replica=self._procs_per_replica,
+            trial_id=request.trial_id,
+            hp_metric_dir=str(request.hp_metric_dir) if request.hp_metric_dir else None,
         )
         # Packages install in the job's own thread while it is PENDING, like a VM pulling its image.
         local = start_job(

@@ -33,6 +33,7 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.tuning import TuningSpec
 
 SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
 BUNDLED_TRAINER = "trainer_pkg"
@@ -391,6 +392,10 @@ class JobTemplate(_Strict):
     )
     build: BuildSpec | None = Field(
         default=None, description="Build the trainer into a container image instead of a Python package."
+    )
+    tuning: TuningSpec | None = Field(
+        default=None,
+        description="Make it a hyperparameter tuning job: the job runs once per trial, with its values.",
     )
 
     _source_path: Path | None = PrivateAttr(default=None)
