@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
+from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.errors import VertexdistError
 from vertexdist.wire import shapes
@@ -139,6 +140,10 @@ class _Handler(BaseHTTPRequestHandler):
             if path.startswith("/vertexdist/"):
                 self._extension(verb, path, query)
                 return
+            extra = self.server.routes.answer(verb, path, query, self._body) if self.server.routes else None
+            if extra is not None:
+                self._send(HTTPStatus.OK, extra)
+                return
             match = _RESOURCE.match(path)
             if not match:
                 raise ApiError(404, "NOT_FOUND", f"{verb} {path} is not a method the emulator serves")
@@ -252,6 +257,7 @@ class VertexHTTPServer(ThreadingHTTPServer):
                 hint="pick another --port, or 0 for any free port",
             ) from None
         self.service = service
+        self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
         self.faults = FaultPlan()
         self.verbose = verbose
         self._thread: threading.Thread | None = None

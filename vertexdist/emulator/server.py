@@ -19,6 +19,10 @@ from vertexdist.emulator.execution import JobRunner
 from vertexdist.emulator.faults import FaultPlan
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
+from vertexdist.emulator.local_runner import LocalBackendRunner
+from vertexdist.emulator.models import ModelRegistry
+from vertexdist.emulator.operations import Operations
+from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import EmulatorService
 from vertexdist.emulator.store import JobStore
 from vertexdist.errors import VertexdistError
@@ -75,15 +79,16 @@ class Emulator:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_data_dir(self.data_dir)
         service: EmulatorService | None = None
+        self._local_runner: LocalBackendRunner | None = None
         try:
             self.storage = StorageEmulator(
                 port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
             )
             if runner is None:
-                from vertexdist.emulator.local_runner import LocalBackendRunner
-
-                runner = LocalBackendRunner(
-                    package_cache=self.data_dir / "package-cache", procs_per_replica=procs_per_replica
+                runner = self._local_runner = LocalBackendRunner(
+                    package_cache=self.data_dir / "package-cache",
+                    procs_per_replica=procs_per_replica,
+                    fetch_object=self.storage.download,
                 )
             self.store = JobStore(self.data_dir if data_dir else None)
             service = EmulatorService(
@@ -91,6 +96,9 @@ class Emulator:
             )
             self.service = service
             self.http = VertexHTTPServer(self.service, port, verbose=verbose)
+            self.models = ModelRegistry(self.store)
+            service.on_pipeline_success = self.models.upload_for_pipeline
+            self.http.routes = EmulatorRoutes(service, self.models, Operations(self.store))
         except BaseException:
             # E.g. the port is taken: leave no supervisor thread, data-folder lock or temporary folder behind.
             if service is not None:
@@ -118,6 +126,9 @@ class Emulator:
     def start(self) -> Emulator:
         try:
             self.storage.start()
+            if self._local_runner is not None:
+                # Code in a job that uses google-cloud-storage reaches this emulator's, as on Vertex GCS.
+                self._local_runner.replica_env["STORAGE_EMULATOR_HOST"] = self.storage.endpoint
             self.http.start()
         except BaseException:
             self.stop()
