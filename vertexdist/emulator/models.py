@@ -8,10 +8,13 @@ and `modelId`. Models are version 1 with the `default` alias (parentModel versio
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from vertexdist.emulator.store import JobStore, Resource, new_id
+from vertexdist.errors import VertexdistError
 from vertexdist.wire.proto_json import now_rfc3339
 
 _VERSION_SUFFIX = re.compile(r"@[^/@]+$")
@@ -58,10 +61,12 @@ def model_resource(pipeline: Resource, job: Resource, model_id: str | None = Non
 
 
 class ModelRegistry:
-    """Models in the job store (persisted like jobs)."""
+    """Models in the job store (persisted like jobs). `publish(artifact_uri)` makes the files the job wrote
+    under its local Cloud Storage folder readable at the model's URI through the storage API too."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobStore, publish: Callable[[str], object] | None = None) -> None:
         self._store = store
+        self._publish = publish
 
     def upload_for_pipeline(self, pipeline: Resource, job: Resource) -> dict[str, Any]:
         """Create the pipeline's model; the fields the pipeline gets: `modelToUpload` named, `modelId`.
@@ -70,6 +75,10 @@ class ModelRegistry:
             return {}
         wanted_id = pipeline.get("modelId") or None
         model = self._store.insert(model_resource(pipeline, job, wanted_id))
+        if self._publish is not None and model.get("artifactUri"):
+            # The model exists whatever the copy does; a storage hiccup must not fail a finished job.
+            with contextlib.suppress(OSError, VertexdistError):
+                self._publish(str(model["artifactUri"]))
         uploaded = {
             **dict(pipeline.get("modelToUpload") or {}),
             "name": model["name"],

@@ -96,7 +96,7 @@ class Emulator:
             )
             self.service = service
             self.http = VertexHTTPServer(self.service, port, verbose=verbose)
-            self.models = ModelRegistry(self.store)
+            self.models = ModelRegistry(self.store, publish=self._publish_artifacts)
             service.on_pipeline_success = self.models.upload_for_pipeline
             self.http.routes = EmulatorRoutes(service, self.models, Operations(self.store))
         except BaseException:
@@ -110,6 +110,14 @@ class Emulator:
     def _fetch(self, uri: str, folder: Path) -> Path:
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
         return self.storage.download(uri, folder / key / uri.rsplit("/", 1)[-1])
+
+    def _publish_artifacts(self, uri: str) -> int:
+        """What replicas wrote under gs://B/p through the local folder (VERTEXDIST_GCS_ROOT), uploaded to
+        the storage emulator, where the SDK and storage clients look for a model's files."""
+        if not uri.startswith("gs://"):
+            return 0
+        assert self.data_dir is not None
+        return self.storage.publish_folder(self.data_dir / "gcs" / uri.removeprefix("gs://"), uri)
 
     @property
     def faults(self) -> FaultPlan:

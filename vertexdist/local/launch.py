@@ -23,7 +23,7 @@ from vertexdist.local.metadata_server import JobIdentity
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, LaunchPlan
 from vertexdist.local.request import LocalRequest, build_request
 from vertexdist.local.runner import DEFAULT_GRACE_S, DEFAULT_SETTLE_S, JobEvent, LocalJob
-from vertexdist.wire.job_spec import parse_job_spec
+from vertexdist.wire.job_spec import JobSpec, parse_job_spec
 
 FetchPackage = Callable[[str], Path]
 FetchObject = Callable[[str, Path], Path]
@@ -95,16 +95,24 @@ def schedule(
     ).start()
 
 
+def _stage_gcs_inputs(job: JobSpec, gcs_root: Path, fetch_object: FetchObject | None) -> None:
+    """Copy the objects the container pools' commands name under `/gcs/` into the job's storage folder."""
+    from vertexdist.local.isolated_container import gcs_objects
+
+    if fetch_object is None:
+        return
+    words = [w for p in job.pools if p.kind == "container" for w in (*p.command, *p.args)]
+    for uri in gcs_objects(words):
+        with contextlib.suppress(VertexdistError):  # an output path, or a folder: nothing to stage
+            fetch_object(uri, gcs_root / uri.removeprefix("gs://"))
+
+
 def _isolate_containers(request: LocalRequest, fetch_object: FetchObject | None, python: str) -> LaunchPlan:
     """The plan with its container replicas isolated from this host, their `/gcs/` inputs staged."""
-    from vertexdist.local.isolated_container import gcs_objects, isolated_plan, make_sandboxes
+    from vertexdist.local.isolated_container import isolated_plan, make_sandboxes
 
     gcs_root = Path(request.ctx.gcs_root)
-    if fetch_object is not None:
-        containers = [r for r in request.plan.replicas if r.kind == "container"]
-        for uri in gcs_objects(word for r in containers for word in r.argv):
-            with contextlib.suppress(VertexdistError):  # an output path, or a folder: nothing to stage
-                fetch_object(uri, gcs_root / uri.removeprefix("gs://"))
+    _stage_gcs_inputs(request.job, gcs_root, fetch_object)
     plan = isolated_plan(request.plan, gcs_root, os.environ.get("PATH", os.defpath))
     make_sandboxes(plan, python)
     return plan
@@ -139,7 +147,16 @@ def start_job(
     services = JobServices(env=dict(replica_env or {}))
 
     def prepare() -> LaunchPlan:
-        job = parse_job_spec(spec)
+        from vertexdist.local.runtime_containers import container_runtime, runs_in_runtime, runtime_request
+
+        job = parse_job_spec(spec, require_command=False)
+        runtime = container_runtime() if runs_in_runtime(job) else None
+        if runtime is not None:
+            _stage_gcs_inputs(job, Path(ctx.gcs_root), fetch_object)
+            request = runtime_request(job, ctx, Path(run_dir), runtime, max_restarts)
+            requests.append(request)
+            return _ready(request, install or _default_install)
+        job = parse_job_spec(spec)  # without a runtime, a container pool needs its command
         uris = dict.fromkeys(uri for pool in job.pools for uri in pool.package_uris)
         request = build_request(
             job,

@@ -24,6 +24,7 @@ from vertexdist.wire.job_spec import JobSpec, JobSpecError
 if TYPE_CHECKING:
     from vertexdist.container.ensure import BuildPlan
     from vertexdist.local.docker_launcher import DockerSetup
+    from vertexdist.local.runtime_containers import PulledImages
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class LocalRequest:
     installs: tuple[PackageInstall, ...] = ()
     # The job's own environment for its packages' requirements; None runs them with this interpreter.
     env: RequirementsEnv | None = None
-    docker: DockerSetup | None = None
+    docker: DockerSetup | PulledImages | None = None
     ports: PortReservation | None = field(default=None, repr=False)
     display_name: str = ""
 
