@@ -79,7 +79,7 @@ def test_google_auth_finds_the_job_identity_through_the_server(tmp_path: Path) -
 
 def _sdist(tmp_path: Path, requirements: list[str]) -> Path:
     package = tmp_path / "pkg"
-    package.mkdir(exist_ok=True)
+    package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
     trainer = SimpleNamespace(package=package, script=None, requirements=requirements)
     return build_sdist(trainer, tmp_path / "dist").path
