@@ -167,6 +167,24 @@ def test_run_hands_back_the_uploaded_model_with_the_trained_files(
     assert {"weights.txt", "config.json"} <= names
     assert model.resource_name in [m.resource_name for m in aiplatform.Model.list()]
     assert aiplatform.Model(model.resource_name).container_spec.image_uri == SERVING
+
+    # A second training run as a new version of that model (the model-registry sample's flow).
+    again = aiplatform.CustomTrainingJob(
+        display_name="with-model-v2",
+        script_path=str(script),
+        container_uri=PREBUILT,
+        model_serving_container_image_uri=SERVING,
+    )
+    v2 = again.run(
+        replica_count=1,
+        machine_type="n1-standard-4",
+        parent_model=model.resource_name,
+        model_version_aliases=["candidate"],
+    )
+    assert (v2.resource_name, v2.version_id) == (model.resource_name, "2")
+    assert aiplatform.Model(model.resource_name).version_id == "2"  # the new version became the default
+    assert aiplatform.Model(model.resource_name, version="1").uri == model.uri
+    assert aiplatform.Model(model.resource_name, version="candidate").uri != model.uri
     model.delete()
     with pytest.raises(exceptions.NotFound):
         aiplatform.Model(model.resource_name)

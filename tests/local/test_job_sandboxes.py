@@ -202,3 +202,19 @@ def test_with_a_runtime_each_pool_runs_its_own_image_with_gcs_mounted(tmp_path: 
         }
     }
     assert not runs_in_runtime(parse_job_spec({"workerPoolSpecs": [{**pool, **package}]}))
+
+
+def test_a_new_model_version_takes_its_aliases_from_older_ones() -> None:
+    from vertexdist.emulator.models import version_of, with_version
+
+    def version(vid: str, aliases: list[str]) -> dict[str, object]:
+        return {"name": "m", "versionId": vid, "versionAliases": aliases, "createTime": vid}
+
+    one = with_version(None, version("1", ["default", "prod"]))
+    two = with_version(one, version("2", ["prod"]))
+    assert two["versionId"] == "1" and two["versionAliases"] == ["default"]  # still the default
+    assert version_of(two, "prod")["versionId"] == "2"  # type: ignore[index]
+    three = with_version(two, version("3", ["default"]))
+    assert (three["versionId"], three["createTime"]) == ("3", "1")
+    assert version_of(three, "1")["versionAliases"] == []  # type: ignore[index]
+    assert version_of(three, "9") is None
