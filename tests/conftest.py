@@ -152,3 +152,58 @@ class ExampleChecks:
 @pytest.fixture
 def examples() -> type[ExampleChecks]:
     return ExampleChecks
+
+
+def _wheel(out_dir: Path, name: str, version: str, files: Mapping[str, str]) -> Path:
+    """A minimal pure-Python wheel, written by hand (no build backend, no network)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    members = dict(files)
+    members[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    members[f"{info}/WHEEL"] = (
+        "Wheel-Version: 1.0\nGenerator: vertexdist-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    record = []
+    for rel, text in members.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{rel},sha256={digest},{len(text.encode())}")
+    members[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    path = out_dir / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for rel, text in members.items():
+            archive.writestr(rel, text)
+    return path
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with one tiny requirement, `vdreqdemo` (VALUE = 42), for offline pip (`--find-links`)."""
+    folder = tmp_path_factory.mktemp("wheelhouse")
+    _wheel(folder, "vdreqdemo", "1.0", {"vdreqdemo/__init__.py": "VALUE = 42\n"})
+    return folder
+
+
+@pytest.fixture
+def offline_pip(wheelhouse: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pip in jobs started from this process installs from `wheelhouse` only, and builds sdists with the
+    setuptools already here (no build isolation, which would fetch setuptools from an index)."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheelhouse))
+    monkeypatch.setenv("PIP_NO_BUILD_ISOLATION", "0")
+    return wheelhouse
+
+
+@pytest.fixture(scope="session")
+def pip_freeze() -> Callable[[], str]:
+    """`pip freeze --all` of the interpreter vertexdist runs in: a job that changes it changed the host."""
+    import subprocess
+    import sys
+
+    def freeze() -> str:
+        argv = [sys.executable, "-m", "pip", "freeze", "--all"]
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+    return freeze

@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from vertexdist.emulator import tuning_api
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
+from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
@@ -143,6 +144,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if path.startswith("/vertexdist/"):
                 self._extension(verb, path, query)
+                return
+            extra = self.server.routes.answer(verb, path, query, self._body) if self.server.routes else None
+            if extra is not None:
+                self._send(HTTPStatus.OK, extra)
                 return
             match = _RESOURCE.match(path)
             if not match:
@@ -278,6 +283,7 @@ class VertexHTTPServer(ThreadingHTTPServer):
             ) from None
         self.service = service
         self.tuning = tuning
+        self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
         self.faults = FaultPlan()
         self.verbose = verbose
         self._thread: threading.Thread | None = None

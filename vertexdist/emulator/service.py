@@ -15,6 +15,7 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,8 @@ class EmulatorService:
         self._work_dir = Path(work_dir)
         self._fetch_package = fetch_package
         self.hold_get_s = hold_get_s
+        # (pipeline, its succeeded job) -> fields the pipeline gets, e.g. the uploaded model (models.py).
+        self.on_pipeline_success: Callable[[Resource, Resource], dict[str, Any]] | None = None
         self._running: dict[str, RunningJob] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -278,6 +281,9 @@ class EmulatorService:
         pipeline = self._pipeline_of(job)
         if pipeline:
             mirrored = copy.deepcopy(fields)
+            found = self.store.get(pipeline)
+            if job["state"] == "JOB_STATE_SUCCEEDED" and self.on_pipeline_success and found:
+                mirrored.update(self.on_pipeline_success(found, job))  # before clients read SUCCEEDED
 
             def mirror(p: Resource) -> None:
                 p["state"] = job_to_pipeline_state(job["state"])

@@ -1,5 +1,6 @@
-"""The REST routes of `projects.locations.hyperparameterTuningJobs` (create, get, list, cancel, delete), which
-`http_api` hands over for that collection. Answers use Vertex's shape, enums as numbers when asked for.
+"""The REST routes of `projects.locations.hyperparameterTuningJobs` (create, get, list, cancel), which
+`http_api` hands over for that collection; its delete is every job's (`routes`, a long-running operation).
+Answers use Vertex's shape, enums as numbers when asked for.
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ def call(
         body()
         tuning.cancel(name)
         return {}
-    if method == "delete":
-        return tuning.delete(name)
     try:
         page_size = int(query.get("pageSize") or 0)
     except ValueError:

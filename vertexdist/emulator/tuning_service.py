@@ -171,24 +171,6 @@ class TuningService:
         if run is not None:
             run.cancel()
 
-    def delete(self, name: str) -> dict[str, Any]:
-        """Delete a finished job; a long-running Operation that is already done (as Vertex's delete is)."""
-        found = self._found(name)
-        if not is_terminal(found):
-            raise ApiError(
-                400,
-                "FAILED_PRECONDITION",
-                f"The HyperparameterTuningJob {name} is in state {found['state']};"
-                " cancel it before deleting it.",
-            )
-        self.store.delete(name)
-        parent = name.rsplit(f"/{COLLECTION}/", 1)[0]
-        return {
-            "name": f"{parent}/operations/{new_id()}",
-            "done": True,
-            "response": {"@type": "type.googleapis.com/google.protobuf.Empty"},
-        }
-
     def logs(self, name: str, offsets: dict[str, int]) -> dict[str, Any]:
         """Every trial's replica logs, each replica named `trial-ID/workerpoolP-I`."""
         found = self._found(name)
