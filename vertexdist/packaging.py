@@ -4,7 +4,9 @@ Vertex runs a `pythonPackageSpec` by pip-installing `packageUris` and running `p
 (https://cloud.google.com/vertex-ai/docs/training/create-python-pre-built-container). The layout follows
 google-cloud-aiplatform's own packager: a script becomes package `aiplatform_custom_trainer_script` with
 `task.py`. Unlike the SDK's (timestamped) sdist, this one is byte-for-byte reproducible, so its sha256
-names it and an unchanged package is never uploaded or installed twice.
+names it and an unchanged package is never uploaded or installed twice. Every sdist also carries the
+shipped launcher as the top-level package `vertexdist_launcher`, so `python -m vertexdist_launcher` runs
+wherever the package is installed (on Vertex and here).
 
 A package folder ships what the build context would (the same always-excluded folders, secret and cache
 files: `vertexdist.container.ignore`) and nothing from outside itself: a symlink is shipped as the content
@@ -30,6 +32,7 @@ from typing import Protocol
 
 from vertexdist.container.ignore import VENV_MARKER, always_excluded_dir, always_excluded_file
 from vertexdist.errors import VertexdistError
+from vertexdist.shipped import LAUNCHER_DIR, LAUNCHER_PACKAGE
 
 SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"
 DEFAULT_VERSION = "0.1"
@@ -193,6 +196,12 @@ def _sdist_members(trainer: TrainerSource) -> tuple[str, list[tuple[str, bytes]]
         files = [(f"{SCRIPT_PACKAGE}/__init__.py", b""), (f"{SCRIPT_PACKAGE}/task.py", script.read_bytes())]
     else:
         raise PackagingError("the trainer has neither a package nor a script", hint="set trainer.package")
+    if dist_name == LAUNCHER_PACKAGE:
+        raise PackagingError(
+            f"the trainer package is named {LAUNCHER_PACKAGE}, the name of the launcher every package ships",
+            hint="rename the package folder",
+        )
+    files += _package_files(LAUNCHER_DIR)
     files.append(("setup.py", _setup_py(dist_name, DEFAULT_VERSION, requirements).encode()))
     files.append(("PKG-INFO", _pkg_info(dist_name, DEFAULT_VERSION, requirements).encode()))
     return dist_name, sorted(files)

@@ -5,6 +5,8 @@ pool 2 the reduction servers, `{}` for a skipped pool, no trailing empty pools. 
 `CustomTrainingJob.run()` sends, in proto-JSON camelCase (what `gcloud ai custom-jobs create --config` takes).
 One deliberate difference from the SDK: the reduction pool always gets the reduction-server image and an
 explicit machine type (the SDK sends `machine_type: null` and runs the training package there by default).
+With a launcher other than `python`, the training pools run the shipped `vertexdist_launcher` (inside the
+package or the image) with the launcher's arguments, `--`, then the user's module and its args.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ import json
 import re
 from typing import Any
 
+from vertexdist.shipped import LAUNCHER_PACKAGE
+from vertexdist.shipped.vertexdist_launcher.options import launch_args
 from vertexdist.spec.durations import format_duration
 from vertexdist.spec.models import BUNDLED_TRAINER, SCRIPT_PACKAGE, JobTemplate
 
 REQUEST_HASH_LABEL = "vertexdist-request"
+# The resource a request body creates, by its key in the body (the one that carries the hash label).
+REQUEST_RESOURCES = ("trainingPipeline", "hyperparameterTuningJob")
 TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
 PENDING = "<pending>"
 # The SDK's reduction pool disk (worker_spec_utils._WorkerPoolSpec defaults).
@@ -65,10 +71,26 @@ def _env(t: JobTemplate) -> list[dict[str, str]]:
     return [{"name": name, "value": value} for name, value in t.trainer.env.items()]
 
 
+def launcher_argv(t: JobTemplate) -> list[str] | None:
+    """The shipped launcher's arguments up to the user's module (its args follow); None for `python`."""
+    trainer = t.trainer
+    if trainer.launcher == "python":
+        return None
+    return launch_args(
+        trainer.launcher,
+        module=trainer.module,
+        nproc_per_node=trainer.nproc_per_node,
+        max_restarts=trainer.max_restarts,
+    )
+
+
 def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | None) -> dict[str, Any]:
+    launcher = launcher_argv(t)
     if t.build is not None:
         container: dict[str, Any] = {"imageUri": image_uri or placeholder_image_uri(t)}
-        if t.trainer.module != f"{BUNDLED_TRAINER}.task":
+        if launcher is not None:
+            container["command"] = ["python", "-m", LAUNCHER_PACKAGE, *launcher]
+        elif t.trainer.module != f"{BUNDLED_TRAINER}.task":
             # The image's ENTRYPOINT runs the bundled trainer; another module needs its own command.
             container["command"] = ["python", "-m", t.trainer.module]
         return {"containerSpec": {**container, "args": list(t.trainer.args), "env": _env(t)}}
@@ -76,8 +98,8 @@ def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | Non
         "pythonPackageSpec": {
             "executorImageUri": t.container_uri,
             "packageUris": [package_uri or placeholder_package_uri(t)],
-            "pythonModule": t.trainer.module,
-            "args": list(t.trainer.args),
+            "pythonModule": t.trainer.module if launcher is None else LAUNCHER_PACKAGE,
+            "args": [*(launcher or ()), *t.trainer.args],
             "env": _env(t),
         }
     }
@@ -158,8 +180,13 @@ def render_request(
     """The exact REST body of PipelineService.CreateTrainingPipeline, as `CustomTrainingJob.run()` makes.
 
     Its `vertexdist-request` label is a hash of the rest of the body, so the server can tell a second
-    submit of the very same request (a label filter) before it creates a duplicate.
+    submit of the very same request (a label filter) before it creates a duplicate. A template with a
+    `tuning:` section is a CreateHyperparameterTuningJob request instead (`render_tuning`).
     """
+    if t.tuning is not None:
+        from vertexdist.render_tuning import render_tuning_request
+
+        return render_tuning_request(t, package_uri=package_uri, image_uri=image_uri)
     labels: dict[str, str] = dict(t.labels)
     request: dict[str, Any] = {
         "parent": f"projects/{t.project}/locations/{t.location}",
@@ -177,7 +204,9 @@ def render_request(
 def request_hash(request: dict[str, Any]) -> str:
     """A label-safe hash (lowercase hex, 16 chars) of a request, ignoring its own hash label."""
     body = copy.deepcopy(request)
-    body.get("trainingPipeline", {}).get("labels", {}).pop(REQUEST_HASH_LABEL, None)
+    for resource in (body.get(key) for key in REQUEST_RESOURCES):
+        if isinstance(resource, dict):
+            resource.get("labels", {}).pop(REQUEST_HASH_LABEL, None)
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

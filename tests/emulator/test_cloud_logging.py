@@ -271,23 +271,45 @@ def test_logs_follow_in_the_cli_ends_on_ctrl_c_with_130(emu: Emulator, job_clien
     assert "Traceback" not in err
 
 
-def test_a_tuning_jobs_entries_are_its_trials_with_the_trial_label(emu: Emulator, chatty_job: str) -> None:
-    # The seam for hyperparameterTuningJobs: its trials name their CustomJob (`trials[].customJob`); the
-    # backend's describe of a tuning job comes with the tuning engineer's branch, so it is given here.
-    tuning = f"{PARENT}/hyperparameterTuningJobs/4242"
-    emu.store.insert(
-        {"name": tuning, "state": "JOB_STATE_SUCCEEDED", "trials": [{"id": "3", "customJob": chatty_job}]}
+def test_a_tuning_jobs_logs_are_its_trials_prefixed_and_filtered_by_trial(
+    emu: Emulator, job_client: Any, cli: Any
+) -> None:
+    from google.cloud.aiplatform_v1 import types
+
+    trial_script = Path(__file__).parents[1] / "tuning" / "objective_trial.py"
+    trial_pool = {
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "replica_count": 1,
+        "container_spec": {
+            "image_uri": "example.com/t:latest",
+            "command": [sys.executable, str(trial_script)],
+        },
+    }
+    job = types.HyperparameterTuningJob(
+        display_name="tuned-logs",
+        study_spec={
+            "metrics": [{"metric_id": "score", "goal": "MAXIMIZE"}],
+            "parameters": [{"parameter_id": "x", "double_value_spec": {"min_value": 0.0, "max_value": 1.0}}],
+            "algorithm": "RANDOM_SEARCH",
+        },
+        max_trial_count=2,
+        parallel_trial_count=2,
+        trial_job_spec={"worker_pool_specs": [trial_pool]},
     )
-    status = JobStatus(name=tuning, display_name="t", state="SUCCEEDED", create_time="2020-01-01T00:00:00Z")
-    source = backend(emu).logs_source
-    page = source.read(tuning, None, LogQuery(trial="3", replica="workerpool0-0"), lambda: status)
-    assert by_stream(lines_of(page.chunks)) == by_stream(
-        [(f"trial-3/{r}", t, s) for r, t, s in expected(0, "workerpool0-0")]
-    )
-    assert source.read(tuning, None, LogQuery(trial="4"), lambda: status).chunks == []
-    raw = post(emu, {"resourceNames": [f"projects/{PROJECT}"], "filter": 'resource.labels.job_id="4242"'})
-    assert {e["labels"]["ml.googleapis.com/trial_id"] for e in raw["entries"]} == {"3"}
-    assert {e["resource"]["labels"]["job_id"] for e in raw["entries"]} == {"4242"}
+    name = job_client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=job).name
+    deadline = time.monotonic() + 120
+    while job_client.get_hyperparameter_tuning_job(name=name).state.name != "JOB_STATE_SUCCEEDED":
+        assert time.monotonic() < deadline, "the tuning job did not succeed"
+        time.sleep(0.1)
+    code, out, err = cli("logs", name, "--json")
+    assert code == 0, err
+    starts = {
+        r["replica"]: r["line"] for r in map(json.loads, out.splitlines()) if r["line"].startswith("trial ")
+    }
+    assert set(starts) == {"trial-1/workerpool0-0", "trial-2/workerpool0-0"}
+    assert starts["trial-2/workerpool0-0"].startswith("trial 2 args ['--x=")
+    code, out, _ = cli("logs", name, "--trial", "2")
+    assert code == 0 and out and all(line.startswith("[trial-2/workerpool0-0] ") for line in out.splitlines())
 
 
 def post(emu: Emulator, body: dict[str, Any]) -> dict[str, Any]:

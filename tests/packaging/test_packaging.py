@@ -19,6 +19,7 @@ from vertexdist.packaging import (
     install_package,
     package_uri,
 )
+from vertexdist.shipped import LAUNCHER_DIR
 
 
 @dataclass
@@ -79,6 +80,25 @@ def test_a_script_is_packaged_like_the_sdk_does(tmp_path: Path) -> None:
         assert f"{SCRIPT_PACKAGE}-0.1/{SCRIPT_PACKAGE}/task.py" in tar.getnames()
 
 
+@pytest.mark.parametrize("kind", ["package", "script"])
+def test_every_sdist_carries_the_shipped_launcher_as_a_top_level_package(tmp_path: Path, kind: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("")
+    trainer = Trainer(package=_make_package(tmp_path)) if kind == "package" else Trainer(script=script)
+    built = build_sdist(trainer, tmp_path / "o")
+    prefix = f"{built.dist_name}-0.1/vertexdist_launcher/"
+    with tarfile.open(built.path) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
+        shipped = {m.name.removeprefix(prefix): tar.extractfile(m).read() for m in members}  # type: ignore[union-attr]
+    expected = {p.name: p.read_bytes() for p in LAUNCHER_DIR.glob("*.py")}
+    assert shipped == expected and {"__main__.py", "torchrun_args.py", "worker.py"} <= set(shipped)
+
+
+def test_a_trainer_cannot_take_the_launcher_s_name(tmp_path: Path) -> None:
+    with pytest.raises(PackagingError, match="the name of the launcher"):
+        build_sdist(Trainer(package=_make_package(tmp_path, "vertexdist_launcher")), tmp_path / "o")
+
+
 def test_package_uri_is_content_addressed(tmp_path: Path) -> None:
     built = build_sdist(Trainer(package=_make_package(tmp_path)), tmp_path / "o")
     uri = package_uri("gs://bucket/staging/", built)
@@ -107,6 +127,15 @@ def test_install_runs_the_installed_copy_and_is_reused(tmp_path: Path) -> None:
         check=True,
     )
     assert "task ran ['--epochs', '1']" in result.stdout
+    # The launcher is importable from the install alone: `python -m vertexdist_launcher` answers.
+    launcher = subprocess.run(
+        [sys.executable, "-m", "vertexdist_launcher", "torchrun"],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert launcher.returncode == 2 and "usage: python -m vertexdist_launcher" in launcher.stderr
     marker = site / ".vertexdist-installed"
     stamp = marker.stat().st_mtime_ns
     assert install_package(built.path, tmp_path / "cache") == site

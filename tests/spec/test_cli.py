@@ -171,19 +171,29 @@ def test_schema_is_json_schema_of_the_template() -> None:
     assert schema["additionalProperties"] is False
     assert {"display_name", "project", "staging_bucket"} <= set(schema["required"])
     assert "timeout" in schema["properties"] and "trainer" in schema["properties"]
+    trainer = schema["$defs"]["TrainerSpec"]["properties"]
+    assert (
+        trainer["launcher"]["enum"] == ["python", "torchrun"] and trainer["launcher"]["default"] == "python"
+    )
+    assert {"nproc_per_node", "max_restarts"} <= set(trainer)
 
 
 def test_schema_accepts_every_shipped_template_and_rejects_unknown_keys() -> None:
     import jsonschema
 
     schema = json.loads(vertexdist("schema").stdout)
-    for path in sorted((REPO_ROOT / "job_templates").glob("*.yaml")):
+    for path in [
+        *sorted((REPO_ROOT / "job_templates").glob("*.yaml")),
+        *REPO_ROOT.glob("examples/*/job.yaml"),
+    ]:
         jsonschema.validate(yaml.safe_load(path.read_text()), schema)
     good = yaml.safe_load((REPO_ROOT / "job_templates" / "cpu-small.yaml").read_text())
     for bad in (
         {**good, "machine_typ": "x"},
         {**good, "timeout": "90 minutes"},
         {**good, "replica_count": 0},
+        {**good, "trainer": {"launcher": "mpirun"}},
+        {**good, "trainer": {"launcher": "torchrun", "nproc_per_node": 0}},
     ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)

@@ -85,7 +85,8 @@ class LocalBackend:
         return prepare_request(template, self.options, scratch=scratch)
 
     def schedule(self, request: LocalRequest, *, on_event: Callable[[JobEvent], None] | None = None) -> str:
-        from vertexdist.local.launch import schedule
+        from vertexdist.local.job_services import JobServices
+        from vertexdist.local.launch import identity_of, schedule
 
         run_dir = request.run_dir
         _write_json(run_dir / "job.json", dict(request.job.raw))
@@ -102,6 +103,8 @@ class LocalBackend:
             on_finish=write_summary,
             grace_s=self._grace_s,
             timeout_s=self._timeout_s,
+            # As on Vertex, the job's code finds its service account on a metadata server (issue 17).
+            services=JobServices(identity=identity_of(request)),
         )
         with self._lock:
             self._jobs[request.job_id] = (request, job)

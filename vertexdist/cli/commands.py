@@ -15,6 +15,7 @@ from vertexdist.cli import (
     render,
     schema,
     submit,
+    trials,
     validate,
 )
 
@@ -28,6 +29,7 @@ MODULES: list[ModuleType] = [
     build,
     submit,
     jobs,
+    trials,
     outputs,
     emulator,
 ]

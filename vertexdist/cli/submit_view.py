@@ -111,8 +111,13 @@ def submitted_where(submission: Submission, name: str, target: Target) -> list[s
     from vertexdist.backends.vertex.status import console_url
 
     lines = []
-    uri = output_uri(submission.request.get("trainingPipeline", {}).get("trainingTaskInputs") or {})
+    request = submission.request
+    spec = (request.get("trainingPipeline") or {}).get("trainingTaskInputs") or (
+        request.get("hyperparameterTuningJob") or {}
+    ).get("trialJobSpec")
+    uri = output_uri(spec or {})
     if uri:
+        # A tuning job's trials each write under <folder>/<trial id>/.
         lines.append(f"outputs: {uri}/  (vertexdist outputs {name} --download DIR)")
     lines.append(f"logs: vertexdist logs {name} --follow")
     link = console_url(name, target)

@@ -91,6 +91,33 @@ class StorageEmulator:
     def endpoint(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
+    def upload(self, source: Path, uri: str) -> bool:
+        """Copy a local file to gs://BUCKET/OBJECT (media upload); False if the bucket does not exist."""
+        bucket, name = split_gs_uri(uri)
+        url = (
+            f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o"
+            f"?uploadType=media&name={quote(name, safe='')}"
+        )
+        request = urllib.request.Request(url, data=Path(source).read_bytes(), method="POST")
+        request.add_header("Content-Type", "application/octet-stream")
+        try:
+            with urllib.request.urlopen(request, timeout=30):
+                return True
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return False
+            raise StorageError(f"writing {uri} failed: HTTP {exc.code}") from None
+
+    def publish_folder(self, folder: Path, uri_prefix: str) -> int:
+        """Upload every file under `folder` to `uri_prefix/...`; how many went up."""
+        count = 0
+        root = Path(folder)
+        for path in sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []:
+            if not self.upload(path, f"{uri_prefix.rstrip('/')}/{path.relative_to(root).as_posix()}"):
+                return count
+            count += 1
+        return count
+
     def download(self, uri: str, dest: Path) -> Path:
         """Copy gs://BUCKET/OBJECT to `dest` over the emulator's JSON API (media download)."""
         bucket, name = split_gs_uri(uri)
@@ -132,12 +159,3 @@ class StorageEmulator:
         query = urlencode({"prefix": prefix})
         found = self._json("GET", f"/storage/v1/b/{quote(bucket, safe='')}/o?{query}")
         return {item["name"]: item.get("md5Hash", "") for item in found.get("items") or []}
-
-    def upload(self, bucket: str, name: str, data: bytes) -> None:
-        query = urlencode({"uploadType": "media", "name": name})
-        self._json(
-            "POST",
-            f"/upload/storage/v1/b/{quote(bucket, safe='')}/o?{query}",
-            data,
-            "application/octet-stream",
-        )

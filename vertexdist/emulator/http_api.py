@@ -1,9 +1,10 @@
 """The REST front end: the wire format google-cloud-aiplatform's REST transport speaks, on loopback only.
 
 Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{parent}/customJobs`,
-`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines,
-`/v1beta1/` alike. Errors are `{"error": {code, message, status}}`, which the client maps to
-google.api_core exceptions. `$alt=json;enum-encoding=int` asks for enums as numbers.
+`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines and
+hyperparameterTuningJobs (these also `DELETE /v1/{name}`; `tuning_api` serves them), `/v1beta1/` alike.
+Errors are `{"error": {code, message, status}}`, which the client maps to google.api_core exceptions.
+`$alt=json;enum-encoding=int` asks for enums as numbers.
 Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging_api`). Emulator-only
 extensions live under `/vertexdist/` (the fault plan).
 Bodies are read as Google's front end reads them (`http_body`: 411, 400, 413, bounded memory), before
@@ -22,18 +23,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from vertexdist.emulator import logging_api
+from vertexdist.emulator import logging_api, tuning_api
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
 from vertexdist.emulator.log_entries import JobEntries
+from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
+from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.wire import shapes
 from vertexdist.wire.proto_json import encode_enums
 
 LOOPBACK = "127.0.0.1"
 _RESOURCE = re.compile(
-    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines)(?:/([^/:]+))?(:cancel)?$"
+    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines|hyperparameterTuningJobs)"
+    r"(?:/([^/:]+))?(:cancel)?$"
 )
 _LINGER_S = 2.0
 
@@ -141,6 +145,10 @@ class _Handler(BaseHTTPRequestHandler):
             if path.startswith("/vertexdist/"):
                 self._extension(verb, path, query)
                 return
+            extra = self.server.routes.answer(verb, path, query, self._body) if self.server.routes else None
+            if extra is not None:
+                self._send(HTTPStatus.OK, extra)
+                return
             match = _RESOURCE.match(path)
             if not match:
                 raise ApiError(404, "NOT_FOUND", f"{verb} {path} is not a method the emulator serves")
@@ -171,6 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
             return "get"
         if verb == "POST" and cancel:
             return "cancel"
+        if verb == "DELETE" and ident is not None and not cancel:
+            return "delete"
         raise ApiError(405 if verb != "DELETE" else 501, "UNIMPLEMENTED", f"{verb} is not supported here")
 
     def _call(
@@ -183,6 +193,12 @@ class _Handler(BaseHTTPRequestHandler):
         as_int: bool,
     ) -> dict[str, Any]:
         service = self.server.service
+        if collection in tuning_api.COLLECTIONS and self.server.tuning is not None:
+            return tuning_api.call(
+                self.server.tuning, service, method, parent, ident, self._body, query, as_int
+            )
+        if method == "delete":
+            raise ApiError(501, "UNIMPLEMENTED", f"the emulator does not delete {collection}")
         name = f"{parent}/{collection}/{ident}"
         if method == "create":
             body = self._body()
@@ -234,7 +250,14 @@ class _Handler(BaseHTTPRequestHandler):
 class VertexHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, service: EmulatorService, port: int = 0, *, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        service: EmulatorService,
+        port: int = 0,
+        *,
+        verbose: bool = False,
+        tuning: TuningService | None = None,
+    ) -> None:
         # Loopback only: the emulator runs arbitrary commands it is sent, so it must never face a network.
         try:
             super().__init__((LOOPBACK, port), _Handler)
@@ -245,6 +268,8 @@ class VertexHTTPServer(ThreadingHTTPServer):
             ) from None
         self.service = service
         self.logging = logging_api.LoggingApi(JobEntries(service))
+        self.tuning = tuning
+        self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
         self.faults = FaultPlan()
         self.verbose = verbose
         self._thread: threading.Thread | None = None

@@ -41,8 +41,7 @@ def publish_outputs(storage: StorageEmulator, gcs_root: Path, spec: dict[str, An
             if path.is_symlink() or not path.is_file():
                 continue
             name = "/".join((prefix.rstrip("/"), path.relative_to(folder).as_posix())).lstrip("/")
-            data = path.read_bytes()
-            if existing.get(name) != _md5(data):
-                storage.upload(bucket, name, data)
+            if existing.get(name) != _md5(path.read_bytes()):
+                storage.upload(path, f"gs://{bucket}/{name}")
                 uploaded.append(name)
     return uploaded

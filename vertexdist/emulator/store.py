@@ -21,7 +21,7 @@ from typing import Any
 from vertexdist.wire.enums import TERMINAL_JOB_STATES
 from vertexdist.wire.proto_json import now_rfc3339
 
-COLLECTIONS = ("customJobs", "trainingPipelines")
+COLLECTIONS = ("customJobs", "trainingPipelines", "hyperparameterTuningJobs", "models", "operations")
 TERMINAL_STATES = TERMINAL_JOB_STATES | {
     "PIPELINE_STATE_SUCCEEDED",
     "PIPELINE_STATE_FAILED",
@@ -88,7 +88,7 @@ class JobStore:
                     resource = json.loads(path.read_text())
                 except (OSError, ValueError):
                     continue  # a torn file from a crash mid-write is skipped, not fatal
-                if not is_terminal(resource):
+                if "state" in resource and not is_terminal(resource):  # jobs; models have no state
                     self._mark_interrupted(resource)
                     self._persist(resource)
                 self._resources[resource["name"]] = resource
@@ -126,6 +126,15 @@ class JobStore:
             self._persist(resource)
             self._changed.notify_all()
             return copy.deepcopy(resource)
+
+    def delete(self, name: str) -> Resource | None:
+        """Remove a resource (and its file); returns it as it was, or None if there was none."""
+        with self._changed:
+            found = self._resources.pop(name, None)
+            if found is not None and self._data_dir:
+                self._path(name).unlink(missing_ok=True)
+            self._changed.notify_all()
+            return found
 
     def names(self) -> list[str]:
         with self._changed:

@@ -20,6 +20,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
+from vertexdist.spec.tuning_rules import TUNING_RULES
 
 if TYPE_CHECKING:
     from vertexdist.spec.models import JobTemplate
@@ -124,6 +125,54 @@ def ddp_restart_policy(t: JobTemplate) -> Iterator[Finding]:
             "multi-node DDP without restart_job_on_worker_restart: if one worker restarts, the others hang"
             " in NCCL until the collective timeout",
             "set restart_job_on_worker_restart: true and resume from checkpoints",
+            "warning",
+        )
+
+
+def launcher_options_need_a_launcher(t: JobTemplate) -> Iterator[Finding]:
+    trainer = t.trainer
+    if trainer.launcher != "python":
+        return
+    if trainer.nproc_per_node is not None:
+        yield Finding(
+            "trainer.nproc_per_node",
+            "nproc_per_node applies only with a launcher that starts processes per node; with"
+            " `launcher: python` Vertex runs the module once per machine",
+            "set trainer.launcher: torchrun"
+            + (
+                ", or pass --nproc-per-node in trainer.args to the bundled trainer"
+                if trainer.is_bundled
+                else ""
+            ),
+        )
+    if trainer.max_restarts:
+        yield Finding(
+            "trainer.max_restarts",
+            "max_restarts sets torchrun's --max-restarts, and `launcher: python` runs no torchrun",
+            "set trainer.launcher: torchrun, or use restart_job_on_worker_restart to restart the whole job",
+        )
+
+
+def python_launcher_leaves_gpus_idle(t: JobTemplate) -> Iterator[Finding]:
+    # The bundled trainer starts one worker per GPU itself; other code runs once per machine.
+    gpus = t.accelerator_count
+    if t.trainer.launcher == "python" and not t.trainer.is_bundled and gpus > 1:
+        yield Finding(
+            "trainer.launcher",
+            f"`launcher: python` runs {t.trainer.module} once per machine: unless it starts its own"
+            f" processes, it leaves {gpus - 1} of the {gpus} GPUs of a node idle",
+            "set trainer.launcher: torchrun to run one process per GPU (RANK, LOCAL_RANK, WORLD_SIZE set)",
+            "warning",
+        )
+
+
+def nproc_per_node_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
+    wanted = t.trainer.nproc_per_node
+    if wanted is not None and 0 < t.accelerator_count < wanted:
+        yield Finding(
+            "trainer.nproc_per_node",
+            f"{wanted} processes per node on {t.accelerator_count} GPU(s): NCCL takes one GPU per rank",
+            f"use nproc_per_node: {t.accelerator_count} (or leave it out: one process per GPU)",
             "warning",
         )
 
@@ -346,6 +395,9 @@ RULES: tuple[Rule, ...] = (
     reduction_server_bandwidth,
     reduction_server_with_custom_image,
     ddp_restart_policy,
+    launcher_options_need_a_launcher,
+    python_launcher_leaves_gpus_idle,
+    nproc_per_node_fits_gpus,
     gcs_uris,
     label_rules,
     location_known,
@@ -358,6 +410,7 @@ RULES: tuple[Rule, ...] = (
     env_limits,
     build_repository_region,
     *limits.RULES,
+    *TUNING_RULES,
 )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.packaging import build_sdist, package_uri
-from vertexdist.render import REQUEST_HASH_LABEL, render_request, request_hash
+from vertexdist.render import REQUEST_HASH_LABEL, REQUEST_RESOURCES, render_request, request_hash
 from vertexdist.spec.models import JobTemplate
 
 
@@ -19,7 +19,9 @@ from vertexdist.spec.models import JobTemplate
 class Submission:
     """A request ready to send, with the package it refers to (None for container jobs)."""
 
-    request: dict[str, Any]  # the CreateTrainingPipeline body: {"parent", "trainingPipeline"}
+    # The CreateTrainingPipeline body {"parent", "trainingPipeline"}, or for a tuning template the
+    # CreateHyperparameterTuningJob body {"parent", "hyperparameterTuningJob"}.
+    request: dict[str, Any]
     request_hash: str
     package_path: Path | None = None
     package_uri: str | None = None
@@ -27,6 +29,15 @@ class Submission:
     @property
     def parent(self) -> str:
         return str(self.request["parent"])
+
+    @property
+    def is_tuning(self) -> bool:
+        return "hyperparameterTuningJob" in self.request
+
+    @property
+    def resource(self) -> dict[str, Any]:
+        """The resource the request creates (the TrainingPipeline or the HyperparameterTuningJob)."""
+        return dict(self.request["hyperparameterTuningJob" if self.is_tuning else "trainingPipeline"])
 
 
 def build_submission(template: JobTemplate, *, package_dir: Path, image_uri: str | None = None) -> Submission:
@@ -39,7 +50,8 @@ def build_submission(template: JobTemplate, *, package_dir: Path, image_uri: str
         uri = package_uri(template.staging_bucket, pkg)
         request = render_request(template, package_uri=uri)
         pkg_path = pkg.path
-    digest = request["trainingPipeline"]["labels"][REQUEST_HASH_LABEL]
+    resource = next(request[key] for key in REQUEST_RESOURCES if key in request)
+    digest = resource["labels"][REQUEST_HASH_LABEL]
     return Submission(request=request, request_hash=digest, package_path=pkg_path, package_uri=uri)
 
 

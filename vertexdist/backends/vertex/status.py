@@ -53,7 +53,11 @@ def console_url(name: str, target: Target) -> str | None:
     parts = parse_job_name(name)
     if target.is_emulator or not parts:
         return None
-    kind = "training" if parts["collection"] == "trainingPipelines" else "training/custom-jobs"
+    kind = {
+        "trainingPipelines": "training",
+        "customJobs": "training/custom-jobs",
+        "hyperparameterTuningJobs": "training/hyperparameter-tuning-jobs",
+    }[parts["collection"]]
     return (
         f"https://console.cloud.google.com/vertex-ai/locations/{parts['location']}/{kind}/"
         f"{parts['id']}?project={parts['project']}"
@@ -68,7 +72,7 @@ def status_of(resource: Any, target: Target) -> JobStatus:
     if "trainingTaskInputs" in data:
         spec = _camel_spec(data["trainingTaskInputs"])
     else:
-        spec = data.get("jobSpec", {})
+        spec = data.get("jobSpec") or data.get("trialJobSpec") or {}
     error = data.get("error") or {}
     secrets = _secret_values(spec)
     # Vertex (and the emulator) put the failing replica's last log lines in the message.
