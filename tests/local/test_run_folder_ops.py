@@ -45,7 +45,7 @@ def test_logs_and_outputs_of_a_local_run(tmp_path: Path) -> None:
             }
         )
     )
-    run = vertexdist("local-run", str(template), "--procs-per-replica", "1", cwd=tmp_path)
+    run = vertexdist("local-run", str(template), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     (run_dir,) = (tmp_path / ".vertexdist" / "runs").iterdir()
 

@@ -7,8 +7,8 @@
   get `settle_s` to exit after the chief, then are stopped. The first replica that fails fails the job and
   every other replica is stopped at once. With `restartJobOnWorkerRestart` the whole job is
   restarted instead, up to `max_restarts` times, with the same cluster (as Vertex keeps host names).
-- Each replica's stdout and stderr reach its one log file through a `LogCapture`, which also notes which
-  stream each line came from and when (Vertex logs stderr as ERROR; `local.log_capture`).
+- Each replica's stdout and stderr go to its one log file: stdout directly, stderr through a `LogCapture`,
+  which notes which bytes are whose and when (Vertex logs stderr as ERROR; `local.log_capture`).
 - States use Vertex's names (reference/vertex.md §4.4: JobState).
 
 `LocalJob` is a library API (the emulator uses it): start, read state, cancel, wait, find log files.
@@ -361,7 +361,7 @@ class LocalJob:
 
     def _start_replica(self, launch: ReplicaLaunch, attempt: int, events: queue.Queue[str]) -> _Running:
         with open(launch.log_path, "ab") as log:
-            capture = LogCapture(launch.log_path)  # stdout and stderr kept apart: see local.log_capture
+            capture = LogCapture(launch.log_path)  # stderr told apart from stdout: see local.log_capture
             if attempt:
                 capture.note(f"----- vertexdist: job restart {attempt} -----")
             try:
@@ -370,7 +370,7 @@ class LocalJob:
                     env=child_environment(self._base_env, launch.env),
                     cwd=launch.cwd,
                     stdin=subprocess.DEVNULL,
-                    stdout=capture.stdout,
+                    stdout=log,
                     stderr=capture.stderr,
                     start_new_session=True,
                 )
