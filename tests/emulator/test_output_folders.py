@@ -118,3 +118,5 @@ def test_resume_from_a_folder_or_a_job_without_one(emu: Emulator, cli: Any, tmp_
         "render", str(path), "--resume-from", "projects/test-proj/locations/us-central1/trainingPipelines/1"
     )
     assert code == 1 and "(404)" in err and "Traceback" not in err
+    code, out, err = cli("submit", str(path), "--dry-run", "--resume-from", "yesterday")
+    assert code == 2 and "--resume-from: 'yesterday' is not a job" in err and "gs:// folder" in err

@@ -31,8 +31,13 @@ def resume_output_dir(
         if not folder.removeprefix("gs://"):
             raise UsageError(f"--resume-from {job!r} names no bucket", hint="use gs://BUCKET/FOLDER")
         return folder
+    from vertexdist.backends.config import check_job_ref
     from vertexdist.cli.targets import job_backend
 
+    try:
+        check_job_ref(job)
+    except UsageError as exc:
+        raise UsageError(f"--resume-from: {exc.message}", hint=f"{exc.hint}, or a gs:// folder") from None
     backend, name = job_backend(job, project, location, endpoint, transport)
     found = backend.describe(name)
     prefix = (found.spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")

@@ -9,8 +9,9 @@
   restarted instead, up to `max_restarts` times, with the same cluster (as Vertex keeps host names).
 - Blame: a failure usually takes its peers down within milliseconds (gloo's "Connection closed by peer"),
   and their exits can be reported in any order. So each exit is timestamped where it is reaped, and once a
-  failure is seen the runner waits `BLAME_WINDOW_S` for the other exits of that moment before it stops
-  anything; the first by exit time that did not only lose its peer is named (`vertexdist.local.blame`).
+  failure is seen the runner waits `BLAME_WINDOW_S` (up to `CAUSE_WAIT_S` while every failure seen only
+  lost its peer) for the other exits of that moment before it stops anything; the first by exit time that
+  did not only lose its peer is named (`vertexdist.local.blame`).
   Replicas that exited on their own in that window keep their own state (FAILED, with their own exit
   code); only those the job ended are STOPPED.
 - A supervisor that dies (SIGKILL included) takes the job down with it: a `Watchdog` process per job stops
