@@ -41,8 +41,11 @@ RUN if [ -n "${PIP_REQUIREMENTS}" ]; then \
 
 # The code layer. TRAINER_PACKAGE is the package folder in the build context; the entrypoint runs the
 # bundled trainer, and a template with its own package sets its module as the container command.
+# The shipped launcher (standard library only) goes beside it: `launcher: torchrun` templates run
+# `python -m vertexdist_launcher torchrun ... -- -m <module>` as the container command.
 ARG TRAINER_PACKAGE=trainer_pkg
 WORKDIR /app
+COPY vertexdist/shipped/vertexdist_launcher/ /app/vertexdist_launcher/
 COPY ${TRAINER_PACKAGE}/ /app/${TRAINER_PACKAGE}/
 ENV PYTHONPATH=/app \
     PYTHONUNBUFFERED=1

@@ -3,8 +3,9 @@ beside a small build context (used by the image-building tests and the local bac
 
 from __future__ import annotations
 
+import re
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,66 @@ def repo_root() -> Path:
 @pytest.fixture
 def write_files() -> Callable[[Path, Mapping[str, str | bytes]], Path]:
     return write_tree
+
+
+class ExampleChecks:
+    """What a run of examples/ddp or examples/fsdp (2 replicas x 2 processes) must show in its logs and
+    outputs; shared by the local-run and the emulator tests (importlib mode keeps helpers in fixtures)."""
+
+    ROOT = REPO_ROOT / "examples"
+    DONE = re.compile(
+        r"^rank (?P<rank>\d+)/(?P<world>\d+) \(node (?P<node>\d+), "
+        r"local rank (?P<local>\d+)/(?P<local_world>\d+)\): done, (?P<rest>.*)$"
+    )
+    HOLDS = re.compile(r"holds (\d+) of (\d+) parameters, full parameters sha256 (\w+)")
+
+    @classmethod
+    def done_lines(cls, logs: Sequence[Path]) -> list[dict[str, str]]:
+        """Every rank's last line, with the replica whose log it is in."""
+        found = []
+        for log in logs:
+            for line in log.read_text().splitlines():
+                match = cls.DONE.match(line)
+                if match:
+                    found.append({**match.groupdict(), "replica": log.stem})
+        return found
+
+    @staticmethod
+    def check_ranks(ranks: list[dict[str, str]]) -> None:
+        """4 distinct global ranks in a world of 4, local ranks 0 and 1 on each of the 2 replicas."""
+        assert sorted(int(r["rank"]) for r in ranks) == [0, 1, 2, 3]
+        assert {(r["world"], r["local_world"]) for r in ranks} == {("4", "2")}
+        by_replica: dict[str, set[str]] = {}
+        for r in ranks:
+            by_replica.setdefault(r["replica"], set()).add(r["local"])
+        assert by_replica == {"workerpool0-0": {"0", "1"}, "workerpool1-0": {"0", "1"}}
+        assert {(r["replica"], r["node"]) for r in ranks} == {("workerpool0-0", "0"), ("workerpool1-0", "1")}
+
+    @classmethod
+    def check_ddp(cls, logs: Sequence[Path], gcs_root: Path) -> None:
+        ranks = cls.done_lines(logs)
+        cls.check_ranks(ranks)
+        assert len({r["rest"] for r in ranks}) == 1, "the ranks ended with different parameters"
+        assert [p.name for p in gcs_root.rglob("*.pt")] == ["model.pt"]
+        lines = [line for log in logs for line in log.read_text().splitlines()]
+        assert len([line for line in lines if line.startswith("Saved the model")]) == 1
+
+    @classmethod
+    def check_fsdp(cls, logs: Sequence[Path], gcs_root: Path) -> None:
+        ranks = cls.done_lines(logs)
+        cls.check_ranks(ranks)
+        shares = [m for r in ranks if (m := cls.HOLDS.match(r["rest"]))]
+        assert len(shares) == 4
+        held = [int(m.group(1)) for m in shares]
+        total = {int(m.group(2)) for m in shares}.pop()
+        assert all(0.2 < h / total < 0.3 for h in held), f"not a quarter each: {held} of {total}"
+        assert sum(held) >= total
+        assert len({m.group(3) for m in shares}) == 1, "the shards do not make one model"
+        [checkpoint] = {p.parent for p in gcs_root.rglob("*.distcp")}
+        names = sorted(p.name for p in checkpoint.iterdir())
+        assert names == [".metadata", "__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"]
+
+
+@pytest.fixture
+def examples() -> type[ExampleChecks]:
+    return ExampleChecks

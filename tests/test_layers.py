@@ -17,7 +17,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")
-PURE_FILES = ("vertexdist/spec/probe.py", "vertexdist/render.py", "vertexdist/wire/probe.py")
+PURE_FILES = (
+    "vertexdist/spec/probe.py",
+    "vertexdist/render.py",
+    "vertexdist/wire/probe.py",
+    "vertexdist/estimate/probe.py",
+    "vertexdist/render_tuning.py",
+)
 BANNED = ("google.cloud.aiplatform", "google.cloud.storage", "torch", "rich.console", "ray")
 
 
@@ -77,6 +83,12 @@ WALLS: dict[str, tuple[str, ...]] = {
         "vertexdist.emulator",
         "vertexdist.cli",
     ),
+    "vertexdist/estimate/": (
+        "vertexdist.backends",
+        "vertexdist.local",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+    ),
     "vertexdist/backends/vertex/": ("vertexdist.backends.local", "vertexdist.local", "vertexdist.emulator"),
     "vertexdist/backends/local.py": ("vertexdist.backends.vertex", "vertexdist.emulator"),
     "vertexdist/local/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli"),
@@ -88,6 +100,23 @@ WALLS: dict[str, tuple[str, ...]] = {
     ),
     "vertexdist/emulator/": ("vertexdist.backends.vertex", "vertexdist.backends.local", "vertexdist.cli"),
     "trainer_pkg/": ("vertexdist",),
+    # Shipped with every job and run where vertexdist is not installed.
+    "vertexdist/shipped/": ("vertexdist",),
+    "vertexdist/render_tuning.py": (
+        "vertexdist.backends",
+        "vertexdist.local",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+        "vertexdist.tuning",
+    ),
+    "vertexdist/backends/local_tuning.py": ("vertexdist.backends.vertex", "vertexdist.emulator"),
+    # The tuning study is shared by local-run and the emulator: it knows neither, nor any backend; its pure
+    # parts (all but the loop and the local launcher) do not start processes either.
+    "vertexdist/tuning/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli"),
+    **{
+        f"vertexdist/tuning/{pure}.py": ("vertexdist.local", "vertexdist.backends", "vertexdist.emulator")
+        for pure in ("space", "search", "stopping", "hypertune", "study", "trials", "driver")
+    },
 }
 
 
@@ -99,6 +128,19 @@ def test_no_room_imports_through_its_walls() -> None:
             if rel.startswith(room):
                 crossings += [f"{rel} imports {m}" for m in _imports(path) if m.startswith(banned)]
     assert not crossings, "\n".join(crossings)
+
+
+def test_the_shipped_launcher_needs_only_the_standard_library() -> None:
+    # torch only in the torchrun mode, which runs on a replica that has torch anyway.
+    allowed = {"vertexdist/shipped/vertexdist_launcher/torchrun.py": ("torch",)}
+    foreign = []
+    for path in sorted(REPO.glob("vertexdist/shipped/**/*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        for module in _imports(path):
+            top = module.split(".")[0]
+            if top not in sys.stdlib_module_names and top != "__future__" and top not in allowed.get(rel, ()):
+                foreign.append(f"{rel} imports {module}")
+    assert not foreign, "\n".join(foreign)
 
 
 def test_the_walls_are_checked_against_real_rooms() -> None:

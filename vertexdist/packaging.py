@@ -4,11 +4,18 @@ Vertex runs a `pythonPackageSpec` by pip-installing `packageUris` and running `p
 (https://cloud.google.com/vertex-ai/docs/training/create-python-pre-built-container). The layout follows
 google-cloud-aiplatform's own packager: a script becomes package `aiplatform_custom_trainer_script` with
 `task.py`. Unlike the SDK's (timestamped) sdist, this one is byte-for-byte reproducible, so its sha256
-names it and an unchanged package is never uploaded or installed twice.
+names it and an unchanged package is never uploaded or installed twice. Every sdist also carries the
+shipped launcher as the top-level package `vertexdist_launcher`, so `python -m vertexdist_launcher` runs
+wherever the package is installed (on Vertex and here).
+
+A package folder ships what the build context would (the same always-excluded folders, secret and cache
+files: `vertexdist.container.ignore`) and nothing from outside itself: a symlink is shipped as the content
+it points to when that is inside the package; out of it, dangling, or looping, it is an error naming it.
 """
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import io
@@ -18,21 +25,22 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from vertexdist.container.ignore import VENV_MARKER, always_excluded_dir, always_excluded_file
 from vertexdist.errors import VertexdistError
+from vertexdist.shipped import LAUNCHER_DIR, LAUNCHER_PACKAGE
 
 SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"
 DEFAULT_VERSION = "0.1"
 # 1980-01-01: the oldest time every archive format downstream (zip wheels included) accepts.
 _FIXED_MTIME = 315532800
-_SKIPPED_DIRS = frozenset(
-    {"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
-)
-_SKIPPED_SUFFIXES = (".pyc", ".pyo", ".so.tmp")
+# Build leftovers of the package itself; secrets, caches and virtualenvs are the build context's rules.
+_BUILD_LEFTOVER_DIR_SUFFIX = ".egg-info"
+_BUILD_LEFTOVER_FILE_SUFFIX = ".so.tmp"
 
 
 class TrainerSource(Protocol):
@@ -86,15 +94,87 @@ def _pkg_info(dist_name: str, version: str, requirements: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _package_files(root: Path) -> Iterator[tuple[str, Path]]:
-    """(relative posix path, file) for every file of a package folder, in a stable order."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS and not d.endswith(".egg-info"))
-        for name in sorted(filenames):
-            if name.endswith(_SKIPPED_SUFFIXES):
+def _skipped_dir(folder: Path, name: str) -> bool:
+    return (
+        always_excluded_dir(name)
+        or name.endswith(_BUILD_LEFTOVER_DIR_SUFFIX)
+        or (folder / VENV_MARKER).exists()
+    )
+
+
+def _skipped_file(name: str) -> bool:
+    return always_excluded_file(name) is not None or name.endswith(_BUILD_LEFTOVER_FILE_SUFFIX)
+
+
+def _resolve_link(link: Path, real_root: Path) -> Path:
+    """Where a symlink inside the package leads; an error naming it when that is nowhere or outside."""
+    written = os.readlink(link)
+    try:
+        target = Path(os.path.realpath(link, strict=True))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PackagingError(
+                f"trainer package: {link} -> {written} is a symlink loop",
+                hint="remove the link or point it at a file inside the package",
+            ) from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise PackagingError(
+                f"trainer package: {link} -> {written} is a dangling symlink (its target does not exist)",
+                hint="remove the link or point it at a file inside the package",
+            ) from None
+        raise PackagingError(f"trainer package: {link} -> {written} cannot be read: {exc.strerror}") from None
+    if not target.is_relative_to(real_root):
+        raise PackagingError(
+            f"trainer package: {link} -> {written} points outside the package folder, to {target}",
+            hint="the package ships only its own files: copy the file into the package, or remove the link",
+        )
+    return target
+
+
+def _package_files(root: Path) -> list[tuple[str, bytes]]:
+    """(relative posix path, content) of every file a package folder ships, in a stable order.
+
+    The build context's exclusions apply (`vertexdist.container.ignore`: VCS folders, virtualenvs,
+    caches, `.env` and key files). A symlink is shipped as the file or folder it points to, which must
+    be inside the package; one pointing outside, nowhere, or into a loop is an error naming it.
+    """
+    real_root = root.resolve()
+    files: list[tuple[str, bytes]] = []
+    _walk_package(root, root.name, real_root, (real_root,), files)
+    return files
+
+
+def _walk_package(
+    folder: Path, rel: str, real_root: Path, ancestors: tuple[Path, ...], files: list[tuple[str, bytes]]
+) -> None:
+    with os.scandir(folder) as found:
+        entries = sorted(found, key=lambda e: e.name)
+    for entry in entries:
+        rel_path = f"{rel}/{entry.name}"
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
+            target = path
+        elif entry.is_symlink():
+            if always_excluded_dir(entry.name) or _skipped_file(entry.name):
+                continue  # left out by its name: where it leads does not matter
+            target = _resolve_link(path, real_root)
+        else:
+            continue  # sockets, fifos, devices: never package content
+        if target.is_dir():
+            if _skipped_dir(target, entry.name):
                 continue
-            path = Path(dirpath, name)
-            yield path.relative_to(root.parent).as_posix(), path
+            real = target.resolve()
+            if real in ancestors:
+                raise PackagingError(
+                    f"trainer package: {path} -> {os.readlink(path)} is a symlink loop"
+                    " (it leads back to a folder that holds it)",
+                    hint="remove the link",
+                )
+            _walk_package(target, rel_path, real_root, (*ancestors, real), files)
+        elif target.is_file():
+            if _skipped_file(entry.name) or _skipped_file(target.name):
+                continue  # a link named harmlessly to a secret is still the secret
+            files.append((rel_path, target.read_bytes()))
 
 
 def _sdist_members(trainer: TrainerSource) -> tuple[str, list[tuple[str, bytes]]]:
@@ -107,7 +187,7 @@ def _sdist_members(trainer: TrainerSource) -> tuple[str, list[tuple[str, bytes]]
                 hint="point trainer.package at a folder that holds __init__.py, or use trainer.script",
             )
         dist_name = root.name
-        files = [(rel, path.read_bytes()) for rel, path in _package_files(root)]
+        files = _package_files(root)
     elif trainer.script is not None:
         script = Path(trainer.script)
         if not script.is_file():
@@ -116,6 +196,12 @@ def _sdist_members(trainer: TrainerSource) -> tuple[str, list[tuple[str, bytes]]
         files = [(f"{SCRIPT_PACKAGE}/__init__.py", b""), (f"{SCRIPT_PACKAGE}/task.py", script.read_bytes())]
     else:
         raise PackagingError("the trainer has neither a package nor a script", hint="set trainer.package")
+    if dist_name == LAUNCHER_PACKAGE:
+        raise PackagingError(
+            f"the trainer package is named {LAUNCHER_PACKAGE}, the name of the launcher every package ships",
+            hint="rename the package folder",
+        )
+    files += _package_files(LAUNCHER_DIR)
     files.append(("setup.py", _setup_py(dist_name, DEFAULT_VERSION, requirements).encode()))
     files.append(("PKG-INFO", _pkg_info(dist_name, DEFAULT_VERSION, requirements).encode()))
     return dist_name, sorted(files)

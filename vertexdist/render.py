@@ -5,6 +5,8 @@ pool 2 the reduction servers, `{}` for a skipped pool, no trailing empty pools. 
 `CustomTrainingJob.run()` sends, in proto-JSON camelCase (what `gcloud ai custom-jobs create --config` takes).
 One deliberate difference from the SDK: the reduction pool always gets the reduction-server image and an
 explicit machine type (the SDK sends `machine_type: null` and runs the training package there by default).
+With a launcher other than `python`, the training pools run the shipped `vertexdist_launcher` (inside the
+package or the image) with the launcher's arguments, `--`, then the user's module and its args.
 
 Output folders: every job gets its own, `<base>/<job folder>`, as the SDK's default does (a timestamped
 folder per run), so no job resumes from another's checkpoints. `<base>` is the template's `base_output_dir`,
@@ -14,6 +16,7 @@ submit with a fresh UTC-time-and-random name, local-run with its job id. The `ve
 taken with the placeholder in place, before the folder is filled in, so two submits of one template still
 carry the same hash and the second is caught as a duplicate. Continuing an earlier job is explicit:
 `resume_from` (that job's own output folder) replaces `<base>/<job folder>` and is part of the hash.
+A tuning job's folder is its trials' base (Vertex puts each trial under `<folder>/<trial id>/`).
 """
 
 from __future__ import annotations
@@ -24,10 +27,14 @@ import json
 import re
 from typing import Any
 
+from vertexdist.shipped import LAUNCHER_PACKAGE
+from vertexdist.shipped.vertexdist_launcher.options import launch_args
 from vertexdist.spec.durations import format_duration
 from vertexdist.spec.models import BUNDLED_TRAINER, SCRIPT_PACKAGE, JobTemplate
 
 REQUEST_HASH_LABEL = "vertexdist-request"
+# The resource a request body creates, by its key in the body (the one that carries the hash label).
+REQUEST_RESOURCES = ("trainingPipeline", "hyperparameterTuningJob")
 TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
 PENDING = "<pending>"
 # Stands for the per-job output folder until a job is started (see the module docstring).
@@ -52,6 +59,19 @@ def job_output_dir(t: JobTemplate, *, job_folder: str = JOB_FOLDER, resume_from:
     return f"{base}/{job_folder}"
 
 
+def _job_spec_in(request: dict[str, Any]) -> dict[str, Any]:
+    """The CustomJobSpec a request carries (a pipeline's task inputs, a tuning job's trialJobSpec), or the
+    request itself when it is a CustomJobSpec."""
+    for resource, key in (
+        ("trainingPipeline", "trainingTaskInputs"),
+        ("hyperparameterTuningJob", "trialJobSpec"),
+    ):
+        spec = (request.get(resource) or {}).get(key)
+        if isinstance(spec, dict):
+            return spec
+    return request
+
+
 def with_job_folder(request: dict[str, Any], job_folder: str) -> dict[str, Any]:
     """A copy of a rendered request (or CustomJobSpec) with its job-folder placeholder filled in.
 
@@ -59,8 +79,7 @@ def with_job_folder(request: dict[str, Any], job_folder: str) -> dict[str, Any]:
     request-hash label is left as rendered, so it still matches every other submit of the template.
     """
     filled = copy.deepcopy(request)
-    spec = filled.get("trainingPipeline", {}).get("trainingTaskInputs", filled)
-    output = spec.get("baseOutputDirectory") or {}
+    output = _job_spec_in(filled).get("baseOutputDirectory") or {}
     prefix = output.get("outputUriPrefix")
     if isinstance(prefix, str) and prefix.endswith(f"/{JOB_FOLDER}"):
         output["outputUriPrefix"] = prefix.removesuffix(JOB_FOLDER) + job_folder
@@ -69,8 +88,7 @@ def with_job_folder(request: dict[str, Any], job_folder: str) -> dict[str, Any]:
 
 def output_dir_of(request: dict[str, Any]) -> str | None:
     """The outputUriPrefix of a request or CustomJobSpec, if it has one."""
-    spec = request.get("trainingPipeline", {}).get("trainingTaskInputs", request)
-    prefix = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    prefix = (_job_spec_in(request).get("baseOutputDirectory") or {}).get("outputUriPrefix")
     return prefix if isinstance(prefix, str) else None
 
 
@@ -106,10 +124,26 @@ def _env(t: JobTemplate) -> list[dict[str, str]]:
     return [{"name": name, "value": value} for name, value in t.trainer.env.items()]
 
 
+def launcher_argv(t: JobTemplate) -> list[str] | None:
+    """The shipped launcher's arguments up to the user's module (its args follow); None for `python`."""
+    trainer = t.trainer
+    if trainer.launcher == "python":
+        return None
+    return launch_args(
+        trainer.launcher,
+        module=trainer.module,
+        nproc_per_node=trainer.nproc_per_node,
+        max_restarts=trainer.max_restarts,
+    )
+
+
 def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | None) -> dict[str, Any]:
+    launcher = launcher_argv(t)
     if t.build is not None:
         container: dict[str, Any] = {"imageUri": image_uri or placeholder_image_uri(t)}
-        if t.trainer.module != f"{BUNDLED_TRAINER}.task":
+        if launcher is not None:
+            container["command"] = ["python", "-m", LAUNCHER_PACKAGE, *launcher]
+        elif t.trainer.module != f"{BUNDLED_TRAINER}.task":
             # The image's ENTRYPOINT runs the bundled trainer; another module needs its own command.
             container["command"] = ["python", "-m", t.trainer.module]
         return {"containerSpec": {**container, "args": list(t.trainer.args), "env": _env(t)}}
@@ -117,8 +151,8 @@ def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | Non
         "pythonPackageSpec": {
             "executorImageUri": t.container_uri,
             "packageUris": [package_uri or placeholder_package_uri(t)],
-            "pythonModule": t.trainer.module,
-            "args": list(t.trainer.args),
+            "pythonModule": t.trainer.module if launcher is None else LAUNCHER_PACKAGE,
+            "args": [*(launcher or ()), *t.trainer.args],
             "env": _env(t),
         }
     }
@@ -211,8 +245,13 @@ def render_request(
     with the job-folder placeholder that submit fills in (`with_job_folder`) unless it resumes a folder.
 
     Its `vertexdist-request` label is a hash of the rest of the body, so the server can tell a second
-    submit of the very same request (a label filter) before it creates a duplicate.
+    submit of the very same request (a label filter) before it creates a duplicate. A template with a
+    `tuning:` section is a CreateHyperparameterTuningJob request instead (`render_tuning`).
     """
+    if t.tuning is not None:
+        from vertexdist.render_tuning import render_tuning_request
+
+        return render_tuning_request(t, package_uri=package_uri, image_uri=image_uri, resume_from=resume_from)
     labels: dict[str, str] = dict(t.labels)
     request: dict[str, Any] = {
         "parent": f"projects/{t.project}/locations/{t.location}",
@@ -233,7 +272,9 @@ def request_hash(request: dict[str, Any]) -> str:
     """A label-safe hash (lowercase hex, 16 chars) of a request, ignoring its own hash label; taken of the
     rendered request, before its job folder is filled in."""
     body = copy.deepcopy(request)
-    body.get("trainingPipeline", {}).get("labels", {}).pop(REQUEST_HASH_LABEL, None)
+    for resource in (body.get(key) for key in REQUEST_RESOURCES):
+        if isinstance(resource, dict):
+            resource.get("labels", {}).pop(REQUEST_HASH_LABEL, None)
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

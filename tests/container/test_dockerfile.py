@@ -55,3 +55,10 @@ def test_reduction_server_plugin_dependencies_before_code_non_root_and_entrypoin
 def test_dockerignore_keeps_build_outputs_out(repo_root: Path) -> None:
     patterns = (repo_root / ".dockerignore").read_text().split()
     assert {"**/__pycache__", "**/*.egg-info", ".vertexdist"} <= set(patterns)
+
+
+def test_the_image_carries_the_shipped_launcher_on_its_python_path(dockerfile: str, repo_root: Path) -> None:
+    # `launcher: torchrun` container jobs run `python -m vertexdist_launcher`: /app is on PYTHONPATH.
+    assert "COPY vertexdist/shipped/vertexdist_launcher/ /app/vertexdist_launcher/" in dockerfile
+    assert (repo_root / "vertexdist/shipped/vertexdist_launcher/__main__.py").is_file()
+    assert parse_dockerfile(dockerfile).env["PYTHONPATH"] == "/app"

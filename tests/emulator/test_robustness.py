@@ -137,7 +137,9 @@ def test_a_local_emulator_that_refuses_connections_fails_at_once(
     assert time.monotonic() - started < 30
 
 
-def test_a_bad_page_size_is_400_and_a_server_bug_is_a_500_answer(emu: Emulator) -> None:
+def test_a_bad_page_size_is_400_and_a_server_bug_is_a_500_answer(
+    emu: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
     base = f"{emu.vertex_endpoint}/v1/projects/p/locations/us-central1/customJobs"
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(f"{base}?pageSize=lots", timeout=10)
@@ -148,6 +150,15 @@ def test_a_bad_page_size_is_400_and_a_server_bug_is_a_500_answer(emu: Emulator) 
     )
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=10)
+    assert caught.value.code == 400
+    assert "no_such_field" in json.loads(caught.value.read())["error"]["message"]
+
+    def broken(*_args: Any) -> None:
+        raise RuntimeError("a bug in the emulator")
+
+    monkeypatch.setattr(emu.service, "list", broken)
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(base, timeout=10)
     assert caught.value.code == 500
     assert json.loads(caught.value.read())["error"]["status"] == "INTERNAL"
 

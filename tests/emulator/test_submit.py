@@ -158,6 +158,25 @@ def test_secrets_are_masked_in_dry_run_status_and_logs(emu: Emulator, cli: Any, 
     assert "token is ********" in cli("logs", name)[1]
 
 
+def test_a_failed_submit_shows_the_replicas_last_lines_as_vertex_does(
+    emu: Emulator, cli: Any, write_template: Any
+) -> None:
+    secret = "hunter2-secret-value"
+    script = (
+        "import os\nprint('token', os.environ['API_TOKEN'])\nprint('x' * 5000)\n"
+        "def step(lr):\n    raise ValueError(f'bad learning rate {lr}')\nstep(-1)\n"
+    )
+    path = write_template(script, name="traceback-job", env={"API_TOKEN": secret})
+    code, out, err = cli("submit", str(path))  # no --follow: the error message is all the user sees
+    assert code == 1
+    assert "The replica workerpool0-0 exited with a non-zero status of 1." in err
+    assert "Traceback (most recent call last):" in err and "ValueError: bad learning rate -1" in err
+    assert "x" * 297 + "..." in err and "x" * 301 not in err  # a long line is cut
+    assert secret not in err and "token ********" in err
+    code, status_out, _ = cli("status", out.splitlines()[0])
+    assert code == 1 and "ValueError: bad learning rate -1" in status_out and secret not in status_out
+
+
 def test_job_commands_report_state_and_exit_codes(emu: Emulator, cli: Any, write_template: Any) -> None:
     failing = write_template("import sys\nprint('bad data')\nsys.exit(4)\n", name="failing-job")
     code, out, err = cli("submit", str(failing))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from vertexdist.backends.config import job_name, resolve_target
@@ -181,3 +183,14 @@ def test_the_emulator_refuses_exactly_what_validate_refuses(
     emulator_problems = job_spec_problems(spec)
     assert bool(template_errors) == bool(emulator_problems), (template_errors, emulator_problems)
     assert len(emulator_problems) == len(template_errors)
+
+
+def test_the_replica_tail_keeps_the_last_lines_trimmed(tmp_path: Any) -> None:
+    from vertexdist.emulator.local_runner import TAIL_LINE_CHARS, TAIL_LINES, replica_tail
+
+    log = tmp_path / "workerpool0-0.log"
+    log.write_text("".join(f"line {i}\n" for i in range(30)) + "\n\n" + "y" * 1000 + "\n")
+    tail = replica_tail(log).splitlines()
+    assert tail[0] == "" and len(tail) == TAIL_LINES + 1  # it follows the message on new lines
+    assert tail[1] == "line 21" and tail[-1] == "y" * (TAIL_LINE_CHARS - 3) + "..."
+    assert replica_tail(tmp_path / "missing.log") == "" and replica_tail(None) == ""

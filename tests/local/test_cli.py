@@ -67,9 +67,7 @@ def test_plan_prints_every_replica_and_starts_nothing(workdir: Path, tmp_path: P
     trainer = {"script": script, "args": ["--record", str(record)], "env": {"API_TOKEN": "hunter2"}}
     template = _template(tmp_path / "job.yaml", replicas=3, reducers=1, trainer=trainer)
     out = tmp_path / "run"
-    result = _run(
-        str(template), "--plan", "--json", "--out", str(out), "--procs-per-replica", "1", cwd=workdir
-    )
+    result = _run(str(template), "--plan", "--json", "--out", str(out), cwd=workdir)
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     names = [r["name"] for r in plan["replicas"]]
@@ -175,7 +173,7 @@ def test_a_signal_to_local_run_stops_every_replica_within_10s(
         args=["--record", str(record), "--sleep", "60", "--spawn", "2"],
     )
     proc = subprocess.Popen(
-        _cli(str(template), "--out", str(tmp_path / "run"), "--procs-per-replica", "1", cwd=workdir),
+        _cli(str(template), "--out", str(tmp_path / "run"), cwd=workdir),
         cwd=workdir,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -14,11 +14,13 @@ from vertexdist.local.environment import (
     JobContext,
     child_environment,
     cluster_addresses,
+    launcher_options,
+    procs_per_node,
     replica_env,
     replica_slots,
     split_gpus,
 )
-from vertexdist.wire.job_spec import JobSpec, parse_job_spec
+from vertexdist.wire.job_spec import JobSpec, JobSpecError, parse_job_spec
 
 CTX = JobContext(job_id="123", project="my-project", region="europe-west4", gcs_root="/runs/1/gcs")
 PACKAGE = {
@@ -115,6 +117,31 @@ def test_procs_per_node_follow_the_gpus_unless_scaled() -> None:
     assert _envs(_job(workers=1))["workerpool1-0"]["VERTEXDIST_NPROC_PER_NODE"] == "1"
     scaled = JobContext(**{**CTX.__dict__, "procs_per_replica": 1})
     assert _envs(_job(workers=1, gpus=4), scaled)["workerpool1-0"]["VERTEXDIST_NPROC_PER_NODE"] == "1"
+
+
+def _launcher_pool(args: list[str], *, container: bool = False) -> Any:
+    machine = {"machineType": "a2-highgpu-4g", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 4}
+    code: dict[str, Any]
+    if container:
+        code = {"containerSpec": {"imageUri": "x", "command": ["python", "-m", "vertexdist_launcher", *args]}}
+    else:
+        code = {"pythonPackageSpec": {**PACKAGE, "pythonModule": "vertexdist_launcher", "args": args}}
+    return parse_job_spec({"workerPoolSpecs": [{"machineSpec": machine, "replicaCount": 1, **code}]}).pools[0]
+
+
+@pytest.mark.parametrize("container", [False, True])
+def test_the_launchers_processes_per_node_unless_scaled(container: bool) -> None:
+    pool = _launcher_pool(["torchrun", "--nproc-per-node", "2", "--", "-m", "t"], container=container)
+    assert procs_per_node(pool, None) == 2
+    assert procs_per_node(pool, 3) == 3  # --procs-per-replica
+    default = _launcher_pool(["torchrun", "--", "-m", "t"], container=container)
+    assert procs_per_node(default, None) == 4  # the machine's GPUs, as the launcher counts them on Vertex
+    assert launcher_options(_job().pools[0]) is None  # `python -m trainer.task`: no launcher
+
+
+def test_wrong_launcher_arguments_name_the_pool() -> None:
+    with pytest.raises(JobSpecError, match="workerpool0: the vertexdist_launcher arguments are wrong"):
+        procs_per_node(_launcher_pool(["torchrun", "--nproc-per-node", "0", "--", "-m", "t"]), None)
 
 
 def test_platform_variables_win_over_the_pools_env() -> None:

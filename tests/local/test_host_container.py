@@ -18,6 +18,7 @@ from vertexdist.local.host_container import (
     host_command_for_build,
     parse_dockerfile,
 )
+from vertexdist.shipped import LAUNCHER_DIR
 
 
 def test_parse_takes_the_last_stage_continuations_and_both_forms() -> None:
@@ -126,6 +127,24 @@ def test_the_repository_image_runs_the_bundled_trainer_on_the_host(repo_root: Pa
         run.argv, env={**env, **run.env}, cwd=run.cwd, capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(result.stdout)["num_nodes"] == 1
+
+
+@pytest.mark.integration
+def test_a_torchrun_container_command_finds_the_launcher_on_the_host(repo_root: Path) -> None:
+    # In the image the Dockerfile puts vertexdist_launcher in /app; on the host it comes from vertexdist.
+    command = ["python", "-m", "vertexdist_launcher", "torchrun", "--nproc-per-node", "2", "--"]
+    run = host_command_for_build(
+        repo_root, repo_root / "Dockerfile", command=[*command, "-m", "trainer_pkg.cluster"]
+    )
+    assert run.env["PYTHONPATH"].split(os.pathsep) == [str(repo_root.resolve()), str(LAUNCHER_DIR.parent)]
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("CLUSTER_SPEC", "TF_CONFIG", "RANK", "WORLD_SIZE")
+    }
+    result = subprocess.run(
+        run.argv, env={**env, **run.env}, cwd=run.cwd, capture_output=True, text=True, timeout=90, check=True
+    )
+    seen = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [(s["world_size"], s["nproc_per_node"]) for s in seen] == [(2, 2), (2, 2)]  # torchrun's ranks
 
 
 def test_a_rendered_job_runs_its_built_image_pools_on_the_host(built_template: Callable[..., Path]) -> None:

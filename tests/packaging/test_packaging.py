@@ -8,6 +8,7 @@ import sys
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from vertexdist.packaging import (
     install_package,
     package_uri,
 )
+from vertexdist.shipped import LAUNCHER_DIR
 
 
 @dataclass
@@ -78,6 +80,25 @@ def test_a_script_is_packaged_like_the_sdk_does(tmp_path: Path) -> None:
         assert f"{SCRIPT_PACKAGE}-0.1/{SCRIPT_PACKAGE}/task.py" in tar.getnames()
 
 
+@pytest.mark.parametrize("kind", ["package", "script"])
+def test_every_sdist_carries_the_shipped_launcher_as_a_top_level_package(tmp_path: Path, kind: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("")
+    trainer = Trainer(package=_make_package(tmp_path)) if kind == "package" else Trainer(script=script)
+    built = build_sdist(trainer, tmp_path / "o")
+    prefix = f"{built.dist_name}-0.1/vertexdist_launcher/"
+    with tarfile.open(built.path) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
+        shipped = {m.name.removeprefix(prefix): tar.extractfile(m).read() for m in members}  # type: ignore[union-attr]
+    expected = {p.name: p.read_bytes() for p in LAUNCHER_DIR.glob("*.py")}
+    assert shipped == expected and {"__main__.py", "torchrun_args.py", "worker.py"} <= set(shipped)
+
+
+def test_a_trainer_cannot_take_the_launcher_s_name(tmp_path: Path) -> None:
+    with pytest.raises(PackagingError, match="the name of the launcher"):
+        build_sdist(Trainer(package=_make_package(tmp_path, "vertexdist_launcher")), tmp_path / "o")
+
+
 def test_package_uri_is_content_addressed(tmp_path: Path) -> None:
     built = build_sdist(Trainer(package=_make_package(tmp_path)), tmp_path / "o")
     uri = package_uri("gs://bucket/staging/", built)
@@ -106,6 +127,15 @@ def test_install_runs_the_installed_copy_and_is_reused(tmp_path: Path) -> None:
         check=True,
     )
     assert "task ran ['--epochs', '1']" in result.stdout
+    # The launcher is importable from the install alone: `python -m vertexdist_launcher` answers.
+    launcher = subprocess.run(
+        [sys.executable, "-m", "vertexdist_launcher", "torchrun"],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert launcher.returncode == 2 and "usage: python -m vertexdist_launcher" in launcher.stderr
     marker = site / ".vertexdist-installed"
     stamp = marker.stat().st_mtime_ns
     assert install_package(built.path, tmp_path / "cache") == site
@@ -142,3 +172,139 @@ def test_render_names_the_package_submit_will_upload(
     uri = spec["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"][0]
     assert uri == planned_package_uri(Trainer(package=pkg), "gs://my-bucket/stage")
     assert sdist_bytes(Trainer(package=pkg))[0].digest[:16] in uri
+
+
+def _names(built_path: Path) -> list[str]:
+    with tarfile.open(built_path) as tar:
+        return tar.getnames()
+
+
+def test_the_build_contexts_exclusions_apply_to_the_sdist(tmp_path: Path) -> None:
+    pkg = _make_package(tmp_path)
+    for secret in (".env", ".env.prod", "credentials-x.json", "svc-key.json"):
+        (pkg / secret).write_text("SECRET=hunter2\n")
+    for folder in (".git", ".venv", ".hypothesis", "old-env"):
+        (pkg / folder).mkdir()
+        (pkg / folder / "inside.py").write_text("x = 1\n")
+    (pkg / "old-env" / "pyvenv.cfg").write_text("home = /usr\n")
+    names = _names(build_sdist(Trainer(package=pkg), tmp_path / "o").path)
+    assert "mytrainer-0.1/mytrainer/task.py" in names
+    assert not [n for n in names if "env" in n or "key" in n or "credentials" in n or ".git" in n]
+    assert not [n for n in names if ".hypothesis" in n]
+
+
+def test_a_link_to_a_file_outside_the_package_is_an_error_naming_both(tmp_path: Path) -> None:
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    pkg = _make_package(tmp_path / "src")
+    (pkg / "users.txt").symlink_to(passwd)
+    with pytest.raises(PackagingError) as caught:
+        build_sdist(Trainer(package=pkg), tmp_path / "o")
+    message = caught.value.message
+    assert str(pkg / "users.txt") in message and str(passwd) in message and "outside the package" in message
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_link_to_a_folder_outside_the_package_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "data.py").write_text("x = 1\n")
+    pkg = _make_package(tmp_path / "src")
+    (pkg / "vendored").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(PackagingError, match=r"vendored .*outside the package"):
+        build_sdist(Trainer(package=pkg), tmp_path / "o")
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda pkg: (pkg / "loop.py").symlink_to("loop.py"), r"loop\.py -> loop\.py is a symlink loop"),
+        (lambda pkg: (pkg / "a").symlink_to("b") or (pkg / "b").symlink_to("a"), "is a symlink loop"),
+        (lambda pkg: (pkg / "again").symlink_to("."), r"again -> \. is a symlink loop"),
+        (lambda pkg: (pkg / "gone.py").symlink_to("missing.py"), r"gone\.py -> missing\.py is a dangling"),
+    ],
+    ids=["self-loop", "two-link-loop", "folder-loop", "dangling"],
+)
+def test_looping_and_dangling_links_are_errors_naming_the_link(
+    tmp_path: Path, make: Any, expected: str
+) -> None:
+    pkg = _make_package(tmp_path)
+    make(pkg)
+    with pytest.raises(PackagingError, match=expected):
+        build_sdist(Trainer(package=pkg), tmp_path / "o")
+
+
+def test_a_link_inside_the_package_ships_its_content_reproducibly(tmp_path: Path) -> None:
+    linked = _make_package(tmp_path / "a")
+    (linked / "alias.py").symlink_to("task.py")
+    (linked / "conf").mkdir()
+    (linked / "conf" / "base.json").write_text("{}\n")
+    (linked / "conf-link").symlink_to("conf", target_is_directory=True)
+    (linked / "settings.txt").symlink_to(".env")  # a harmless name for a secret is still the secret
+    (linked / ".env").write_text("TOKEN=x\n")
+    copied = _make_package(tmp_path / "b")
+    (copied / "alias.py").write_bytes((copied / "task.py").read_bytes())
+    (copied / "conf").mkdir()
+    (copied / "conf" / "base.json").write_text("{}\n")
+    (copied / "conf-link").mkdir()
+    (copied / "conf-link" / "base.json").write_text("{}\n")
+    first = build_sdist(Trainer(package=linked), tmp_path / "o1")
+    second = build_sdist(Trainer(package=copied), tmp_path / "o2")
+    assert first.path.read_bytes() == second.path.read_bytes()
+    with tarfile.open(first.path) as tar:
+        assert all(member.isfile() for member in tar.getmembers())
+        assert "mytrainer-0.1/mytrainer/conf-link/base.json" in tar.getnames()
+        assert "mytrainer-0.1/mytrainer/settings.txt" not in tar.getnames()
+
+
+def _package_template(tmp_path: Path) -> Path:
+    template = tmp_path / "job.yaml"
+    template.write_text(
+        "display_name: pkg-job\nproject: my-project\nlocation: us-central1\nstaging_bucket: gs://my-bucket/stage\n"
+        "machine_type: n1-standard-4\ntrainer:\n  package: mytrainer\n"
+    )
+    return template
+
+
+@pytest.mark.parametrize("command", [["render", "--request"], ["local-run", "--plan"]])
+@pytest.mark.parametrize("link", ["outside", "loop", "dangling"])
+def test_a_bad_link_is_one_error_line_through_the_cli(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    link: str,
+) -> None:
+    from vertexdist.cli import main
+
+    pkg = _make_package(tmp_path)
+    (tmp_path / "passwd").write_text("root:x:0:0\n")
+    target = {"outside": str(tmp_path / "passwd"), "loop": "bad.txt", "dangling": "missing.txt"}[link]
+    (pkg / "bad.txt").symlink_to(target)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main.run([command[0], str(_package_template(tmp_path)), *command[1:]])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and str(pkg / "bad.txt") in errors[0], err
+    assert "internal error" not in err and "Traceback" not in err
+
+
+def test_the_setuptools_floor_builds_wheels_without_the_wheel_package() -> None:
+    # install_package builds the sdist with the environment's setuptools (--no-build-isolation); before
+    # 70.1 that needed the separate `wheel` package ("invalid command 'bdist_wheel'"). Checked by hand:
+    # 69.5.1 without wheel fails, 70.1.0 and 77.0.3 build it.
+    from packaging.requirements import Requirement
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    floors = [
+        Requirement(r)
+        for r in pyproject["build-system"]["requires"] + pyproject["project"]["dependencies"]
+        if r.startswith("setuptools")
+    ]
+    assert len(floors) == 2
+    for requirement in floors:
+        assert not requirement.specifier.contains("70.0.0") and requirement.specifier.contains("77.0.3")
+    assert isinstance(pyproject["project"]["license"], str)  # an SPDX expression (setuptools >= 77)

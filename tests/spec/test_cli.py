@@ -42,7 +42,8 @@ def heavy_modules(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(
     "args",
     [("validate", "job_templates"), ("render", "job_templates/a2-4g-x2.yaml"), ("--help",),
-     ("render", "job_templates/a2-4g-x2.yaml", "--request", "--format", "json"), ("machines",)],
+     ("render", "job_templates/a2-4g-x2.yaml", "--request", "--format", "json"), ("machines",),
+     ("estimate", "job_templates/a2-ultragpu-8g-rs.yaml", "--params", "1.3B")],
 )  # fmt: skip
 def test_light_commands_never_import_the_sdk_or_torch(args: tuple[str, ...]) -> None:
     result = vertexdist(*args)
@@ -170,19 +171,29 @@ def test_schema_is_json_schema_of_the_template() -> None:
     assert schema["additionalProperties"] is False
     assert {"display_name", "project", "staging_bucket"} <= set(schema["required"])
     assert "timeout" in schema["properties"] and "trainer" in schema["properties"]
+    trainer = schema["$defs"]["TrainerSpec"]["properties"]
+    assert (
+        trainer["launcher"]["enum"] == ["python", "torchrun"] and trainer["launcher"]["default"] == "python"
+    )
+    assert {"nproc_per_node", "max_restarts"} <= set(trainer)
 
 
 def test_schema_accepts_every_shipped_template_and_rejects_unknown_keys() -> None:
     import jsonschema
 
     schema = json.loads(vertexdist("schema").stdout)
-    for path in sorted((REPO_ROOT / "job_templates").glob("*.yaml")):
+    for path in [
+        *sorted((REPO_ROOT / "job_templates").glob("*.yaml")),
+        *REPO_ROOT.glob("examples/*/job.yaml"),
+    ]:
         jsonschema.validate(yaml.safe_load(path.read_text()), schema)
     good = yaml.safe_load((REPO_ROOT / "job_templates" / "cpu-small.yaml").read_text())
     for bad in (
         {**good, "machine_typ": "x"},
         {**good, "timeout": "90 minutes"},
         {**good, "replica_count": 0},
+        {**good, "trainer": {"launcher": "mpirun"}},
+        {**good, "trainer": {"launcher": "torchrun", "nproc_per_node": 0}},
     ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
@@ -203,3 +214,61 @@ def test_machines_json_and_unknown_accelerator() -> None:
     assert data["source"].startswith("https://") and len(data["machines"]) > 70
     result = vertexdist("machines", "--accelerator", "A100")
     assert result.returncode == 2 and "'NVIDIA_TESLA_A100'?" in result.stderr
+
+
+def _big_arg_template(write_template: WriteTemplate) -> Path:
+    path = write_template({"replica_count": 1})
+    with path.open("a") as handle:
+        handle.write("trainer:\n  args:\n  - " + "x" * (50 * 1024 * 1024) + "\n")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_50_mb_argument_is_refused_at_load(write_template: WriteTemplate, command: str) -> None:
+    # Before: validate passed it and render spent 94 s writing it out (the helper's timeout is 60 s).
+    result = vertexdist(command, _big_arg_template(write_template))
+    assert result.returncode == 1
+    out = result.stdout + result.stderr
+    assert "trainer.args[0]" in out and "50.0 MiB" in out and "128.0 KiB" in out
+    assert len(out) < 2000
+
+
+def test_an_alias_bomb_prints_one_short_problem(write_template: WriteTemplate) -> None:
+    lines = ['  a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    text = (
+        "display_name: x\nproject: vertexdist-demo\nanchors:\n"
+        + "\n".join(lines)
+        + "\ntrainer:\n  args: *a8\n"
+    )
+    result = vertexdist("validate", write_template(text=text))
+    assert result.returncode == 1
+    assert len(result.stdout) < 1000 and "YAML aliases" in result.stdout
+
+
+def test_a_file_with_thousands_of_problems_shows_a_screenful_and_a_count(
+    write_template: WriteTemplate,
+) -> None:
+    text = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://b/s\ntrainer:\n  args: ["
+    text += ", ".join(["[1, [2, [3]]]"] * 5000) + "]\n"
+    path = write_template(text=text)
+    result = vertexdist("validate", path)
+    assert result.returncode == 1
+    problem_lines = [line for line in result.stdout.splitlines() if not line.startswith("    ")]
+    assert len(problem_lines) == 21
+    assert problem_lines[-1] == f"{path}: ... and 4980 more problems"
+    assert "5000 errors" in result.stderr
+    as_json = json.loads(vertexdist("validate", path, "--format", "json").stdout)
+    assert as_json["errors"] == 5000 and len(as_json["problems"]) == 5000
+
+
+def test_validate_reports_a_looping_link_in_a_folder(tmp_path: Path, write_template: WriteTemplate) -> None:
+    write_template(name="good.yaml")
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    result = vertexdist("validate", tmp_path)
+    assert result.returncode == 1
+    assert f"{tmp_path / 'loop.yaml'}:1:1: is a symlink loop" in result.stdout
+    assert "2 templates checked" in result.stderr
+    single = vertexdist("render", tmp_path / "loop.yaml")
+    assert single.returncode == 2 and "symlink loop" in single.stderr and "no such" not in single.stderr

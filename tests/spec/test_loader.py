@@ -275,3 +275,74 @@ def test_an_unknown_key_does_not_hide_the_other_problems(write_template: WriteTe
     assert [p.path for p in problems] == ["accelerator_count", "replicas"]
     assert "not 3" in problems[0].message
     assert problems[1].hint == "did you mean `replica_count`?"
+
+
+_HEAD = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\n"
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ['  a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return _HEAD + "labels_defaults:\n" + "\n".join(lines) + f"\ntrainer:\n  args: *a{levels - 1}\n"
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(write_template: WriteTemplate) -> None:
+    [problem] = _errors(write_template(text=_alias_bomb()))
+    assert "expands to more than 100,000 values" in problem.message
+    assert problem.line > 4 and "aliasing" in (problem.hint or "")
+
+
+def test_aliases_that_expand_a_little_are_fine(write_template: WriteTemplate) -> None:
+    text = _HEAD + "trainer:\n  args: &args ['--a', '1']\n  requirements: *args\n"
+    assert load_template(write_template(text=text)).trainer.requirements == ["--a", "1"]
+
+
+def test_a_recursive_alias_is_one_clear_problem(write_template: WriteTemplate) -> None:
+    [problem] = _errors(write_template(text=_HEAD + "trainer:\n  args: &a [*a]\n"))
+    assert "recursive alias" in problem.message and problem.line == 5
+
+
+def test_deep_nesting_is_a_problem_not_a_crash(write_template: WriteTemplate) -> None:
+    depth = 990  # under libyaml's own limit (1000), over Python's stack for a recursive walk
+    [problem] = _errors(write_template(text=_HEAD + "trainer:\n  args: " + "[" * depth + "]" * depth + "\n"))
+    assert "levels deep" in problem.message
+
+
+def test_a_huge_file_is_not_read(write_template: WriteTemplate, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vertexdist.spec import limits
+
+    monkeypatch.setattr(limits, "TEMPLATE_FILE_BYTES", 4096)
+    text = _HEAD + "# " + "x" * 4096 + "\n"
+    [problem] = _errors(write_template(text=text))
+    assert "over 4.0 KiB; not read" in problem.message and problem.line == 1
+
+
+def test_limit_findings_point_at_the_item(write_template: WriteTemplate) -> None:
+    text = _HEAD + 'trainer:\n  args:\n  - --ok\n  - "--bad=a\\0b"\n  env:\n    MODE: "x\\x00"\n'
+    problems = _errors(write_template(text=text))
+    assert [(p.path, p.line, p.col) for p in problems] == [
+        ("trainer.args[1]", 7, 5),
+        ("trainer.env.MODE", 9, 11),
+    ]
+    assert all("NUL" in p.message for p in problems)
+
+
+def test_looping_and_dangling_links_in_a_folder_are_problems(
+    tmp_path: Path, write_template: WriteTemplate
+) -> None:
+    write_template(name="a.yaml")
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    (tmp_path / "gone.yml").symlink_to("missing.yaml")
+    (tmp_path / "notes.txt").symlink_to("notes.txt")  # not a template name: not ours to report
+    problems = check_paths([tmp_path])
+    assert [(Path(p.file).name, p.line) for p in problems] == [("gone.yml", 1), ("loop.yaml", 1)]
+    assert "symlink to missing.yaml, which does not exist" in problems[0].message
+    assert "symlink loop" in problems[1].message
+
+
+def test_a_looping_template_path_says_it_is_a_loop(tmp_path: Path) -> None:
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    with pytest.raises(UsageError, match="symlink loop"):
+        load_template(tmp_path / "loop.yaml")
+    with pytest.raises(UsageError, match="symlink loop"):
+        template_files([tmp_path / "loop.yaml"])

@@ -91,3 +91,21 @@ def test_resuming_names_the_earlier_folder_and_is_its_own_request() -> None:
         )
         == earlier
     )
+
+
+def test_a_tuning_job_gets_its_own_folder_for_its_trials_too() -> None:
+    from pathlib import Path
+
+    from vertexdist.spec import load_template
+
+    shipped = Path(__file__).resolve().parents[2] / "job_templates" / "cpu-tune.yaml"
+    t = load_template(shipped)
+    request = render_request(t)
+    spec = request["hyperparameterTuningJob"]["trialJobSpec"]
+    assert spec["baseOutputDirectory"]["outputUriPrefix"].endswith(f"/{JOB_FOLDER}")
+    labels = request["hyperparameterTuningJob"]["labels"]
+    job = Submission(request=request, request_hash=labels[REQUEST_HASH_LABEL]).for_new_job("job-7")
+    assert job.output_dir is not None and job.output_dir.endswith("/cpu-tune/job-7")
+    assert job.request["hyperparameterTuningJob"]["labels"] == labels
+    earlier = "gs://vertexdist-demo/staging/vertexdist/output/cpu-tune/job-1"
+    assert output_dir_of(render_request(t, resume_from=earlier)) == earlier

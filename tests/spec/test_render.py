@@ -120,6 +120,45 @@ def test_build_with_another_module_gives_the_container_its_command(tmp_path: Pat
     assert container["args"] == ["--x"]
 
 
+def test_torchrun_runs_the_shipped_launcher_with_the_module_after_its_arguments(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("")
+    trainer = {"script": str(tmp_path / "train.py"), "launcher": "torchrun", "args": ["--lr", "0.1"]}
+    for pool in render_job_spec(template(trainer=trainer))["workerPoolSpecs"]:
+        code = pool["pythonPackageSpec"]
+        assert code["pythonModule"] == "vertexdist_launcher"
+        assert code["args"] == [
+            "torchrun",
+            "--",
+            "-m",
+            "aiplatform_custom_trainer_script.task",
+            "--lr",
+            "0.1",
+        ]
+    options = {**trainer, "nproc_per_node": 2, "max_restarts": 3}
+    code = render_job_spec(template(trainer=options))["workerPoolSpecs"][0]["pythonPackageSpec"]
+    assert code["args"][:6] == ["torchrun", "--nproc-per-node", "2", "--max-restarts", "3", "--"]
+
+
+def test_python_launcher_runs_the_module_itself(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("")
+    trainer = {"script": str(tmp_path / "train.py"), "launcher": "python", "args": ["--lr", "0.1"]}
+    code = render_job_spec(template(trainer=trainer))["workerPoolSpecs"][0]["pythonPackageSpec"]
+    assert (code["pythonModule"], code["args"]) == ("aiplatform_custom_trainer_script.task", ["--lr", "0.1"])
+
+
+def test_torchrun_in_a_container_is_the_container_command(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")
+    build = {"repository": "us-central1-docker.pkg.dev/vertexdist-demo/trainers", "context": str(tmp_path),
+             "dockerfile": str(tmp_path / "Dockerfile")}  # fmt: skip
+    t = template(build=build, reduction_server_count=1, trainer={"launcher": "torchrun", "args": ["--x"]})
+    pools = render_job_spec(t)["workerPoolSpecs"]
+    for container in (pools[0]["containerSpec"], pools[1]["containerSpec"]):
+        assert container["command"] == ["python", "-m", "vertexdist_launcher", "torchrun", "--", "-m",
+                                        "trainer_pkg.task"]  # fmt: skip
+        assert container["args"] == ["--x"]
+    assert "command" not in pools[2]["containerSpec"]  # the reduction servers run their own image
+
+
 def test_base_output_dir_default_and_explicit_are_bases_of_a_folder_per_job() -> None:
     assert render_job_spec(template(display_name="My job #1"))["baseOutputDirectory"] == {
         "outputUriPrefix": "gs://vertexdist-demo/staging/vertexdist/output/My-job-1/<job-folder>"

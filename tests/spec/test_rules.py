@@ -153,13 +153,18 @@ def test_reduction_server_machine_must_exist() -> None:
 def test_reducers_with_two_nodes_give_no_speedup() -> None:
     warnings = only("warning", replica_count=2, reduction_server_count=4)
     assert [p for p, m, _ in warnings if "only from 3 nodes" in m] == ["reduction_server_count"]
+    [hint] = [h for _, m, h in warnings if "only from 3 nodes" in m]
+    assert "`vertexdist estimate" in (hint or "")
 
 
 def test_reducer_egress_below_worker_egress() -> None:
     # 4 x a2-highgpu-4g = 200 Gbps; 4 x n1-highcpu-16 = 128 Gbps -> need 7.
     [(path, message, hint)] = only("warning", replica_count=4, reduction_server_count=4)
     assert path == "reduction_server_count" and "128 Gbps is below the workers' 200 Gbps" in message
-    assert hint == "use at least 7 x n1-highcpu-16"
+    assert hint == (
+        "use at least 7 x n1-highcpu-16;"
+        " `vertexdist estimate TEMPLATE --params 350M` gives the all-reduce time and cost"
+    )
     assert only("warning", replica_count=4, reduction_server_count=7) == []
 
 
@@ -307,3 +312,39 @@ def test_build_repository_region(tmp_path: Path) -> None:
         "error", build={**build, "repository": "mars-docker.pkg.dev/vertexdist-demo/trainers"}
     )
     assert path == "build.repository"
+
+
+def _user_script(tmp_path: Path) -> str:
+    script = tmp_path / "train.py"
+    script.write_text("print('training')\n")
+    return str(script)
+
+
+def test_launcher_options_need_a_launcher(tmp_path: Path) -> None:
+    trainer = {"script": _user_script(tmp_path), "launcher": "torchrun"}
+    errors = only("error", trainer={**trainer, "launcher": "python", "nproc_per_node": 2, "max_restarts": 1})
+    assert [path for path, _, _ in errors] == ["trainer.nproc_per_node", "trainer.max_restarts"]
+    assert all("launcher: torchrun" in (hint or "") for _, _, hint in errors)
+    assert only("error", trainer={**trainer, "nproc_per_node": 2, "max_restarts": 1}) == []
+    [(_, _, hint)] = only("error", trainer={"nproc_per_node": 2})  # the bundled trainer takes a flag
+    assert "--nproc-per-node in trainer.args" in (hint or "")
+
+
+def test_python_launcher_on_a_multi_gpu_machine_warns_for_user_code(tmp_path: Path) -> None:
+    script = _user_script(tmp_path)
+    [(path, message, hint)] = only("warning", trainer={"script": script})
+    assert path == "trainer.launcher" and "it leaves 3 of the 4 GPUs of a node idle" in message
+    assert "launcher: torchrun" in (hint or "")
+    assert only("warning", trainer={"script": script, "launcher": "torchrun"}) == []
+    assert only("warning") == []  # the bundled trainer starts one worker per GPU itself
+    single = {"machine_type": "a2-highgpu-1g", "accelerator_count": 1}
+    assert only("warning", trainer={"script": script}, **single) == []
+
+
+def test_more_processes_than_gpus_warns(tmp_path: Path) -> None:
+    trainer = {"script": _user_script(tmp_path), "launcher": "torchrun", "nproc_per_node": 8}
+    [(path, message, hint)] = only("warning", trainer=trainer)
+    assert path == "trainer.nproc_per_node" and "8 processes per node on 4 GPU(s)" in message
+    assert "nproc_per_node: 4" in (hint or "")
+    cpu = {"machine_type": "n1-standard-4", "accelerator_type": None, "accelerator_count": None}
+    assert only("warning", trainer=trainer, **cpu) == []

@@ -80,9 +80,7 @@ def test_specs_that_cannot_run_say_why(spec: dict[str, Any], message: str) -> No
         parse_job_spec(spec)
 
 
-@pytest.mark.parametrize(
-    ("value", "seconds"), [("3600s", 3600.0), ("1.5s", 1.5), ("90m", 5400.0), (120, 120.0)]
-)
+@pytest.mark.parametrize(("value", "seconds"), [("3600s", 3600.0), ("1.5s", 1.5), ("90m", 5400.0)])
 def test_scheduling_timeout_reads_with_the_one_duration_parser(value: str | int, seconds: float) -> None:
     job = parse_job_spec(
         {"workerPoolSpecs": [_pool(1, pythonPackageSpec=PACKAGE)], "scheduling": {"timeout": value}}
@@ -90,8 +88,8 @@ def test_scheduling_timeout_reads_with_the_one_duration_parser(value: str | int,
     assert job.timeout_s == seconds
 
 
-@pytest.mark.parametrize("value", ["soon", "-5s", "0s", "10x"])
-def test_bad_timeouts_are_errors_naming_the_field(value: str) -> None:
+@pytest.mark.parametrize("value", ["soon", "-5s", "0s", "10x", 120])
+def test_bad_timeouts_are_errors_naming_the_field(value: str | int) -> None:
     spec = {"workerPoolSpecs": [_pool(1, pythonPackageSpec=PACKAGE)], "scheduling": {"timeout": value}}
     with pytest.raises(JobSpecError, match=r"scheduling\.timeout"):
         parse_job_spec(spec)

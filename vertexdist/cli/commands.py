@@ -4,6 +4,30 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from vertexdist.cli import build, emulator, jobs, local_run, machines, render, schema, submit, validate
+from vertexdist.cli import (
+    build,
+    emulator,
+    estimate,
+    jobs,
+    local_run,
+    machines,
+    render,
+    schema,
+    submit,
+    trials,
+    validate,
+)
 
-MODULES: list[ModuleType] = [validate, render, local_run, schema, machines, build, submit, jobs, emulator]
+MODULES: list[ModuleType] = [
+    validate,
+    render,
+    local_run,
+    schema,
+    machines,
+    estimate,
+    build,
+    submit,
+    jobs,
+    trials,
+    emulator,
+]

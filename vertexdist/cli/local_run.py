@@ -65,7 +65,10 @@ def local_run(
         None,
         "--procs-per-replica",
         min=1,
-        help="Worker processes per replica (default: the template's GPUs per node); scales a GPU job down.",
+        help=(
+            "Processes per replica for `launcher: torchrun` and the bundled trainer (default: the"
+            " template's GPUs per node); scales a GPU job down. Not for `launcher: python` user code."
+        ),
     ),
     out: Path | None = typer.Option(None, "--out", help="Run folder (default .vertexdist/runs/<job id>)."),
     plan_only: bool = typer.Option(False, "--plan", help="Print the launch plan and start nothing."),
@@ -82,6 +85,9 @@ def local_run(
         False,
         "--docker",
         help="Run each replica of a `build` template as a container of its image (needs a Docker daemon).",
+    ),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Tuning templates: seed of random and bayesian search (same seed, same trials)."
     ),
     resume_from: str | None = typer.Option(
         None,
@@ -108,6 +114,19 @@ def local_run(
     )
     backend = LocalBackend(options, grace_s=grace, timeout_s=timeout_s)
     loaded = load_template(template)
+    if loaded.tuning is not None:
+        from vertexdist.cli.local_tune import run_tuning
+
+        run_tuning(
+            loaded,
+            options,
+            plan_only=plan_only,
+            json_events=json_events,
+            grace_s=grace,
+            timeout_s=timeout_s,
+            seed=seed,
+        )
+        return
     if plan_only:
         # --plan starts and leaves nothing: its sdist (needed for the package URI) goes to a temporary folder.
         with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:

@@ -90,8 +90,11 @@ def submit(
     staging_bucket: str | None = typer.Option(None, "--staging-bucket", help="Override the staging bucket."),
     endpoint: Endpoint = None,
     transport: Transport = None,
-    procs_per_replica: int = typer.Option(
-        1, "--procs-per-replica", min=1, help="With --emulator: worker processes per replica."
+    procs_per_replica: int | None = typer.Option(
+        None,
+        "--procs-per-replica",
+        min=1,
+        help="With --emulator: worker processes per replica (default 1).",
     ),
     emulator_data_dir: Path = typer.Option(
         EMULATOR_DATA_DIR,
@@ -109,6 +112,10 @@ def submit(
             hint="drop --detach, or start one: vertexdist emulator start",
         )
     loaded = load_template(template)
+    if emulator:
+        from vertexdist.local.template_job import check_procs_per_replica
+
+        check_procs_per_replica(loaded, procs_per_replica)
     if emulator and loaded.build is not None:
         # No Docker here: like local-run, the emulator runs the same trainer as a Python package.
         typer.echo("emulator: `build` ignored; the trainer runs as a Python package", err=True)
@@ -120,7 +127,10 @@ def submit(
             from vertexdist.emulator import Emulator
 
             emu = stack.enter_context(
-                Emulator(data_dir=emulator_data_dir, procs_per_replica=procs_per_replica)
+                Emulator(
+                    data_dir=emulator_data_dir,
+                    procs_per_replica=1 if procs_per_replica is None else procs_per_replica,
+                )
             )
             endpoint, transport = emu.vertex_endpoint, "rest"
             os.environ["STORAGE_EMULATOR_HOST"] = emu.storage_endpoint

@@ -87,8 +87,9 @@ def job_backend(
 
 
 def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
-    """A bare id names a TrainingPipeline (what submit makes) or, failing that, a CustomJob (what the SDK's
-    CustomJob makes, and what `list` shows beside pipelines)."""
+    """A bare id names a TrainingPipeline (what submit makes) or, failing that, a HyperparameterTuningJob
+    (what submit makes of a tuning template) or a CustomJob (what the SDK's CustomJob makes, and what `list`
+    shows beside pipelines)."""
     from vertexdist.backends.errors import ApiCallError
 
     try:
@@ -96,10 +97,14 @@ def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
     except ApiCallError as exc:
         if exc.status != 404:
             raise
-        custom_job = pipeline_name.replace("/trainingPipelines/", "/customJobs/")
-        try:
-            backend.describe(custom_job)
-        except ApiCallError:
-            raise exc from None
-        return custom_job
+        for collection in ("hyperparameterTuningJobs", "customJobs"):
+            other = pipeline_name.replace("/trainingPipelines/", f"/{collection}/")
+            try:
+                backend.describe(other)
+            except ApiCallError as again:
+                if again.status != 404:
+                    raise
+                continue
+            return other
+        raise exc from None
     return pipeline_name

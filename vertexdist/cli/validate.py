@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from vertexdist.errors import Problem
 
 FORMATS = ("text", "json", "github")
+# A screenful: one broken file (say a list of 10,000 wrong values) must not bury the others.
+SHOWN_PER_FILE = 20
 
 
 def format_text(problem: Problem) -> str:
@@ -71,7 +73,8 @@ def validate(
             f"no templates (*.yaml, *.yml) under {', '.join(paths)}",
             hint="pass template files or their folders",
         )
-    problems = [problem for file in files for problem in inspect_file(file)[1]]
+    by_file = [(file, inspect_file(file)[1]) for file in files]
+    problems = [problem for _file, found in by_file for problem in found]
     if output_format == "json":
         errors = sum(p.severity == "error" for p in problems)
         report = {
@@ -83,8 +86,11 @@ def validate(
         print(json.dumps(report, indent=2))
     else:
         render_one = format_github if output_format == "github" else format_text
-        for problem in problems:
-            print(render_one(problem))
+        for file, found in by_file:
+            for problem in found[:SHOWN_PER_FILE]:
+                print(render_one(problem))
+            if len(found) > SHOWN_PER_FILE:
+                print(f"{file}: ... and {len(found) - SHOWN_PER_FILE} more problems")
         print(_summary(len(files), problems), file=sys.stderr)
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(1)

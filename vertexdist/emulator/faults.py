@@ -6,8 +6,10 @@ vertexdist retries (creating exactly one job) or stops with the server's message
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -35,9 +37,39 @@ class Fault:
     times: int = 1
     after: bool = False
 
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> Fault:
+        """A fault from its JSON form; ValueError naming what is missing or of the wrong type."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(body) - set(fields))
+        if unknown:
+            raise ValueError(
+                f"unknown fault field(s) {', '.join(map(repr, unknown))}; known: {', '.join(fields)}"
+            )
+        for name in ("method", "status"):
+            if name not in body:
+                raise ValueError(f"a fault needs {name!r}")
+        for name, value in body.items():
+            wanted = _FIELD_TYPES[name]
+            if not isinstance(value, wanted) or (wanted is int and isinstance(value, bool)):
+                raise ValueError(f"fault field {name!r} must be {wanted.__name__}, got {value!r:.40}")
+        if not 400 <= body["status"] <= 599:
+            raise ValueError(f"fault status must be an HTTP error status (400-599), got {body['status']}")
+        return cls(**body)
+
     @property
     def status_name(self) -> str:
         return STATUS_NAMES.get(self.status, "UNKNOWN")
+
+
+_FIELD_TYPES: dict[str, type] = {
+    "method": str,
+    "status": int,
+    "message": str,
+    "collection": str,
+    "times": int,
+    "after": bool,
+}
 
 
 class FaultPlan:

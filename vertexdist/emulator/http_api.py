@@ -1,10 +1,13 @@
 """The REST front end: the wire format google-cloud-aiplatform's REST transport speaks, on loopback only.
 
 Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{parent}/customJobs`,
-`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines,
-`/v1beta1/` alike. Errors are `{"error": {code, message, status}}`, which the client maps to
-google.api_core exceptions. `$alt=json;enum-encoding=int` asks for enums as numbers.
+`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines and
+hyperparameterTuningJobs (these also `DELETE /v1/{name}`; `tuning_api` serves them), `/v1beta1/` alike.
+Errors are `{"error": {code, message, status}}`, which the client maps to google.api_core exceptions.
+`$alt=json;enum-encoding=int` asks for enums as numbers.
 Emulator-only extensions live under `/vertexdist/` (replica logs, fault plan).
+Bodies are read as Google's front end reads them (`http_body`: 411, 400, 413, bounded memory), before
+routing, and the fields the emulator reads are type-checked (`shapes`): bad input is a 4xx, never a 500.
 """
 
 from __future__ import annotations
@@ -13,22 +16,31 @@ import json
 import re
 import socket
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from vertexdist.emulator import tuning_api
 from vertexdist.emulator.faults import Fault, FaultPlan
+from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
 from vertexdist.emulator.service import ApiError, EmulatorService
+from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
+from vertexdist.wire import shapes
 from vertexdist.wire.proto_json import encode_enums
 
 LOOPBACK = "127.0.0.1"
 _RESOURCE = re.compile(
-    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines)(?:/([^/:]+))?(:cancel)?$"
+    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines|hyperparameterTuningJobs)"
+    r"(?:/([^/:]+))?(:cancel)?$"
 )
+_LINGER_S = 2.0
+_OFFSET = re.compile(r"^[0-9]{1,18}$")
 _LOGS = re.compile(
-    r"^/vertexdist/v1/(projects/[^/]+/locations/[^/]+/(?:customJobs|trainingPipelines)/[^/]+)/logs$"
+    r"^/vertexdist/v1/(projects/[^/]+/locations/[^/]+/"
+    r"(?:customJobs|trainingPipelines|hyperparameterTuningJobs)/[^/]+)/logs$"
 )
 
 
@@ -40,6 +52,7 @@ def _public(resource: dict[str, Any], as_int: bool) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server: VertexHTTPServer
     protocol_version = "HTTP/1.1"
+    _raw_body = b""
 
     def setup(self) -> None:
         super().setup()
@@ -55,6 +68,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=UTF-8")
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 
@@ -64,17 +79,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _body(self) -> dict[str, Any]:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if not raw.strip():
-            return {}
         try:
-            body = json.loads(raw)
+            return parse_json_object(self._raw_body)
         except ValueError as exc:
-            raise ApiError.invalid(f"request body is not valid JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise ApiError.invalid("request body must be a JSON object")
-        return body
+            raise ApiError.invalid(str(exc)) from None
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -85,9 +93,51 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def _read_body(self, verb: str) -> bool:
+        """Read this request's whole body before routing, so every answer leaves the connection in step."""
+        try:
+            self._raw_body = read_body(verb, self.headers, self.rfile)
+        except BodyError as error:
+            self.close_connection = self.close_connection or error.close
+            status = HTTPStatus(error.status)
+            self._send(
+                error.status,
+                {"error": {"code": error.status, "message": error.message, "status": status.name}},
+            )
+            if error.close:
+                self._drop_the_rest()
+            return False
+        return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # http.server's own refusals (a bad request line, an unknown method) close without reading.
+        super().send_error(code, message, explain)
+        if self.close_connection:
+            self._drop_the_rest()
+
+    def _drop_the_rest(self) -> None:
+        """A lingering close: the client may still be sending the body we refused; closing now would reset
+        the connection and lose our answer, so read and drop what comes for a moment, in fixed-size pieces."""
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(0.25)
+            deadline = time.monotonic() + _LINGER_S
+            while time.monotonic() < deadline and self.connection.recv(64 * 1024):
+                pass
+        except OSError:
+            pass  # the client is gone or stays silent: either way we are done
+
     def _dispatch(self, verb: str) -> None:
+        if not self._read_body(verb):
+            return
         split = urlsplit(self.path)
-        path = unquote(split.path)
+        path = unquote(split.path, errors="replace")
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         as_int = "enum-encoding=int" in query.get("$alt", "")
         try:
@@ -124,6 +174,8 @@ class _Handler(BaseHTTPRequestHandler):
             return "get"
         if verb == "POST" and cancel:
             return "cancel"
+        if verb == "DELETE" and ident is not None and not cancel:
+            return "delete"
         raise ApiError(405 if verb != "DELETE" else 501, "UNIMPLEMENTED", f"{verb} is not supported here")
 
     def _call(
@@ -136,9 +188,23 @@ class _Handler(BaseHTTPRequestHandler):
         as_int: bool,
     ) -> dict[str, Any]:
         service = self.server.service
+        if collection in tuning_api.COLLECTIONS and self.server.tuning is not None:
+            return tuning_api.call(
+                self.server.tuning, service, method, parent, ident, self._body, query, as_int
+            )
+        if method == "delete":
+            raise ApiError(501, "UNIMPLEMENTED", f"the emulator does not delete {collection}")
         name = f"{parent}/{collection}/{ident}"
         if method == "create":
             body = self._body()
+            shape, where = (
+                (shapes.CUSTOM_JOB, "customJob")
+                if collection == "customJobs"
+                else (shapes.TRAINING_PIPELINE, "trainingPipeline")
+            )
+            wrong = shapes.problems(body, shape, where)
+            if wrong:
+                raise ApiError.invalid("; ".join(wrong[:5]))
             if collection == "customJobs":
                 return _public(service.create_custom_job(parent, body), as_int)
             return _public(service.create_training_pipeline(parent, body), as_int)
@@ -163,12 +229,25 @@ class _Handler(BaseHTTPRequestHandler):
     def _extension(self, verb: str, path: str, query: dict[str, str]) -> None:
         match = _LOGS.match(path)
         if verb == "GET" and match:
-            offsets = {k.removeprefix("offset."): int(v) for k, v in query.items() if k.startswith("offset.")}
-            self._send(HTTPStatus.OK, self.server.service.logs(match.group(1), offsets))
+            offsets: dict[str, int] = {}
+            for key, value in query.items():
+                if key.startswith("offset."):
+                    if not _OFFSET.match(value):
+                        raise ApiError.invalid(f"{key} {value[:40]!r} is not a byte offset")
+                    offsets[key.removeprefix("offset.")] = int(value)
+            name = match.group(1)
+            tuning = self.server.tuning
+            source = (
+                tuning if tuning is not None and "/hyperparameterTuningJobs/" in name else self.server.service
+            )
+            self._send(HTTPStatus.OK, source.logs(name, offsets))
             return
         if path == "/vertexdist/v1/faults" and verb == "POST":
-            body = self._body()
-            self.server.faults.add(Fault(**body))
+            try:
+                fault = Fault.from_body(self._body())
+            except ValueError as exc:
+                raise ApiError.invalid(str(exc)) from None
+            self.server.faults.add(fault)
             self._send(HTTPStatus.OK, {})
             return
         if path == "/vertexdist/v1/faults" and verb == "DELETE":
@@ -181,7 +260,14 @@ class _Handler(BaseHTTPRequestHandler):
 class VertexHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, service: EmulatorService, port: int = 0, *, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        service: EmulatorService,
+        port: int = 0,
+        *,
+        verbose: bool = False,
+        tuning: TuningService | None = None,
+    ) -> None:
         # Loopback only: the emulator runs arbitrary commands it is sent, so it must never face a network.
         try:
             super().__init__((LOOPBACK, port), _Handler)
@@ -191,6 +277,7 @@ class VertexHTTPServer(ThreadingHTTPServer):
                 hint="pick another --port, or 0 for any free port",
             ) from None
         self.service = service
+        self.tuning = tuning
         self.faults = FaultPlan()
         self.verbose = verbose
         self._thread: threading.Thread | None = None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
 from vertexdist.local import JobContext, JobState, LocalJob, start_job
+from vertexdist.local.logs import last_lines
 
 _STATES: dict[JobState, RunState] = {
     JobState.PENDING: "PENDING",
@@ -22,6 +23,20 @@ _STATES: dict[JobState, RunState] = {
 }
 
 
+# Vertex's error message of a failed job carries the failing replica's last lines (its traceback).
+TAIL_LINES = 10
+TAIL_LINE_CHARS = 300
+
+
+def replica_tail(log: Path | None) -> str:
+    """The last lines of a replica's log, trimmed, to follow the error message (empty if there are none)."""
+    lines = [line for line in last_lines(log, 4 * TAIL_LINES) if line.strip()][-TAIL_LINES:] if log else []
+    trimmed = [
+        line if len(line) <= TAIL_LINE_CHARS else line[: TAIL_LINE_CHARS - 3] + "..." for line in lines
+    ]
+    return "".join(f"\n{line}" for line in trimmed)
+
+
 class _LocalRunning:
     def __init__(self, job: LocalJob) -> None:
         self._job = job
@@ -29,7 +44,12 @@ class _LocalRunning:
     def poll(self) -> RunStatus:
         state = self._job.state
         error = self._job.error
-        return RunStatus(_STATES[state], error.message if error and state.done else "")
+        if error is None or not state.done:
+            return RunStatus(_STATES[state], "")
+        message = error.message
+        if state is JobState.FAILED and error.replica:
+            message += replica_tail(self._job.log_paths().get(error.replica))
+        return RunStatus(_STATES[state], message)
 
     def cancel(self) -> None:
         self._job.cancel()
@@ -61,6 +81,8 @@ class LocalBackendRunner:
             region=request.region,
             gcs_root=str(request.gcs_root),
             procs_per_replica=self._procs_per_replica,
+            trial_id=request.trial_id,
+            hp_metric_dir=str(request.hp_metric_dir) if request.hp_metric_dir else None,
         )
         # Packages install in the job's own thread while it is PENDING, like a VM pulling its image.
         local = start_job(

@@ -21,6 +21,7 @@ from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.service import EmulatorService
 from vertexdist.emulator.store import JobStore
+from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.private_files import make_private_dir
 
@@ -92,7 +93,8 @@ class Emulator:
                 self.store, runner, work_dir=self.data_dir, fetch_package=self._fetch, hold_get_s=hold_get_s
             )
             self.service = service
-            self.http = VertexHTTPServer(self.service, port, verbose=verbose)
+            self.tuning = TuningService(service, work_dir=self.data_dir)
+            self.http = VertexHTTPServer(self.service, port, verbose=verbose, tuning=self.tuning)
         except BaseException:
             # E.g. the port is taken: leave no supervisor thread, data-folder lock or temporary folder behind.
             if service is not None:
@@ -131,6 +133,7 @@ class Emulator:
         """Stop serving, stop every running job's replicas, stop the storage thread (never leave it)."""
         try:
             self.http.stop()
+            self.tuning.close()
             self.service.close()
         finally:
             self.storage.stop()

@@ -35,6 +35,7 @@ from vertexdist.wire.proto_json import (
 # Internal fields of stored resources start with "_" and never leave the emulator.
 PIPELINE_KEY = "_pipeline"
 PIDS_KEY = "_pids"
+TRIAL_KEY = "_trial"  # a tuning trial's CustomJob: {"id", "metricDir", "tuningJob"}
 _PARENT = re.compile(r"^projects/([^/]+)/locations/([^/]+)$")
 _SUPERVISE_INTERVAL_S = 0.05
 # google.rpc.Code values used in `error` of failed jobs.
@@ -92,7 +93,12 @@ class EmulatorService:
 
     # --- JobService -------------------------------------------------------------------------------
     def create_custom_job(
-        self, parent: str, body: dict[str, Any], *, pipeline: str | None = None
+        self,
+        parent: str,
+        body: dict[str, Any],
+        *,
+        pipeline: str | None = None,
+        trial: dict[str, str] | None = None,
     ) -> Resource:
         project, location = parse_parent(parent)
         self._check_location(location)
@@ -106,6 +112,8 @@ class EmulatorService:
         job = _new_resource(parent, "customJobs", body, "JOB_STATE_QUEUED", jobSpec=spec)
         if pipeline:
             job[PIPELINE_KEY] = pipeline
+        if trial:
+            job[TRIAL_KEY] = dict(trial)
         created = self.store.insert(job)
         self._launch_later(created["name"], project, location, pipeline)
         return created
@@ -293,6 +301,7 @@ class EmulatorService:
             return
         self._set_state(job_name, "JOB_STATE_PENDING", unless_cancelling=True)
         job_dir = self._job_dir(job_name)
+        trial = job.get(TRIAL_KEY) or {}
         request = LaunchRequest(
             job_id=job_name.rsplit("/", 1)[1],
             spec=job["jobSpec"],
@@ -301,6 +310,8 @@ class EmulatorService:
             run_dir=job_dir,
             gcs_root=self._work_dir / "gcs",
             fetch_package=lambda uri: self._fetch_package(uri, job_dir / "packages"),
+            trial_id=str(trial.get("id", "")),
+            hp_metric_dir=Path(trial["metricDir"]) if trial.get("metricDir") else None,
         )
         try:
             handle = self._runner.start(request)

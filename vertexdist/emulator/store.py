@@ -24,7 +24,7 @@ from vertexdist.private_files import make_private_dir
 from vertexdist.wire.enums import TERMINAL_JOB_STATES
 from vertexdist.wire.proto_json import now_rfc3339
 
-COLLECTIONS = ("customJobs", "trainingPipelines")
+COLLECTIONS = ("customJobs", "trainingPipelines", "hyperparameterTuningJobs")
 TERMINAL_STATES = TERMINAL_JOB_STATES | {
     "PIPELINE_STATE_SUCCEEDED",
     "PIPELINE_STATE_FAILED",
@@ -131,6 +131,16 @@ class JobStore:
             self._persist(resource)
             self._changed.notify_all()
             return copy.deepcopy(resource)
+
+    def delete(self, name: str) -> Resource | None:
+        """Remove a resource (and its file); the one removed, or None if there was none."""
+        with self._changed:
+            found = self._resources.pop(name, None)
+            if found is not None and self._data_dir:
+                with contextlib.suppress(OSError):
+                    self._path(name).unlink()
+            self._changed.notify_all()
+            return found
 
     def names(self) -> list[str]:
         with self._changed:

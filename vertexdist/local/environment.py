@@ -2,8 +2,8 @@
 
 Per replica: CLUSTER_SPEC (every pool, this replica's task), TF_CONFIG (distributed jobs only;
 chief/worker/ps, never evaluator), MASTER_ADDR/MASTER_PORT/WORLD_SIZE (= nodes, pools 0+1) and RANK
-(= node index) for distributed jobs, AIP_*_DIR under the base output directory, CLOUD_ML_*, and the pool's
-own env. Local additions:
+(= node index) for distributed jobs, AIP_*_DIR under the base output directory, CLOUD_ML_* (with
+CLOUD_ML_TRIAL_ID and CLOUD_ML_HP_METRIC_FILE for a tuning trial), and the pool's own env. Local additions:
 VERTEXDIST_GCS_ROOT (where gs:// lives on this machine), VERTEXDIST_NPROC_PER_NODE, CUDA_VISIBLE_DEVICES.
 """
 
@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from vertexdist.errors import VertexdistError
 from vertexdist.local.ports import LOOPBACK
-from vertexdist.wire.job_spec import JobSpec, PoolSpec
+from vertexdist.shipped import LAUNCHER_PACKAGE
+from vertexdist.shipped.vertexdist_launcher.options import (
+    LauncherUsageError,
+    LaunchOptions,
+    parse_launch_args,
+)
+from vertexdist.wire.job_spec import JobSpec, JobSpecError, PoolSpec
 
 # Variables a launcher or the user's shell may have set that would contradict what a replica must see.
 _SCRUBBED_PREFIXES = ("AIP_", "CLOUD_ML_", "TORCHELASTIC_", "VERTEXDIST_", "PET_")
@@ -50,6 +56,10 @@ class JobContext:
     procs_per_replica: int | None = None
     # Used when the spec has no baseOutputDirectory, so the model still lands in the run folder.
     default_output_uri: str | None = None
+    # A tuning trial: its id (CLOUD_ML_TRIAL_ID, CLUSTER_SPEC task.trial) and the folder of its replicas'
+    # cloudml-hypertune metric files, one per replica as each Vertex VM has its own.
+    trial_id: str = ""
+    hp_metric_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,10 +109,28 @@ def hostname_cluster_addresses(job: JobSpec, port: int = VERTEX_CLUSTER_PORT) ->
     return cluster
 
 
+def launcher_options(pool: PoolSpec) -> LaunchOptions | None:
+    """The shipped launcher's options where the pool runs it (`python -m vertexdist_launcher ...`)."""
+    if pool.kind == "python_package" and pool.python_module == LAUNCHER_PACKAGE:
+        argv: tuple[str, ...] = pool.args
+    elif pool.kind == "container" and pool.command[1:3] == ("-m", LAUNCHER_PACKAGE):
+        argv = (*pool.command[3:], *pool.args)
+    else:
+        return None
+    try:
+        return parse_launch_args(argv)
+    except LauncherUsageError as exc:
+        raise JobSpecError(f"{pool.name}: the vertexdist_launcher arguments are wrong: {exc}") from None
+
+
 def procs_per_node(pool: PoolSpec, procs_per_replica: int | None) -> int:
-    """One process per GPU of the pool's machine, unless the user scales it down (or up) explicitly."""
+    """One process per GPU of the pool's machine (or the launcher's --nproc-per-node), unless the user
+    scales it down (or up) explicitly."""
     if procs_per_replica is not None:
         return procs_per_replica
+    options = launcher_options(pool)
+    if options is not None and options.nproc_per_node is not None:
+        return options.nproc_per_node
     return max(1, pool.accelerator_count)
 
 
@@ -147,7 +175,12 @@ def _tf_config(
     tf_cluster = {pool.role: list(cluster[pool.name]) for pool in job.pools if pool.role != "evaluator"}
     return {
         "cluster": tf_cluster,
-        "task": {"type": slot.pool.role, "index": slot.index, "cloud": f"{ctx.job_id}-{slot.name}"},
+        "task": {
+            "type": slot.pool.role,
+            "index": slot.index,
+            **({"trial": ctx.trial_id} if ctx.trial_id else {}),
+            "cloud": f"{ctx.job_id}-{slot.name}",
+        },
         "job": dict(job.raw),
         "environment": "cloud",
     }
@@ -168,7 +201,7 @@ def replica_env(
         {
             "cluster": {name: list(addresses) for name, addresses in cluster.items()},
             "environment": "cloud",
-            "task": {"type": slot.pool.name, "index": slot.index, "trial": ""},
+            "task": {"type": slot.pool.name, "index": slot.index, "trial": ctx.trial_id},
             "job": dict(job.raw),
         },
         separators=(",", ":"),
@@ -187,12 +220,21 @@ def replica_env(
     env["CLOUD_ML_PROJECT_ID"] = ctx.project
     env["CLOUD_ML_JOB_ID"] = ctx.job_id
     env["CLOUD_ML_REGION"] = ctx.region
+    if ctx.trial_id:
+        env["CLOUD_ML_TRIAL_ID"] = ctx.trial_id
+        if ctx.hp_metric_dir:
+            env["CLOUD_ML_HP_METRIC_FILE"] = hp_metric_file(ctx.hp_metric_dir, slot.name)
     env["VERTEXDIST_GCS_ROOT"] = ctx.gcs_root
     if slot.pool.kind != "reduction_server":
         env["VERTEXDIST_NPROC_PER_NODE"] = str(procs_per_node(slot.pool, ctx.procs_per_replica))
     if cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
     return env
+
+
+def hp_metric_file(metric_dir: str, replica: str) -> str:
+    """Where a trial's replica writes its cloudml-hypertune reports (the tuning loop reads the chief's)."""
+    return f"{metric_dir.rstrip('/')}/{replica}.metrics"
 
 
 def child_environment(base: Mapping[str, str], replica: Mapping[str, str]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.errors import VertexdistError
+from vertexdist.shipped import LAUNCHER_DIR, LAUNCHER_PACKAGE
 
 # Values that name places inside the image; the host has its own.
 _IMAGE_ONLY_ENV = frozenset({"PATH", "PYTHONPATH", "HOME", "LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONHOME"})
@@ -129,6 +130,9 @@ def host_command(
         argv[0] = python
     env = {k: v for k, v in process.env.items() if k not in _IMAGE_ONLY_ENV and "$" not in v}
     root = str(context_root.resolve())
+    if argv[1:3] == ["-m", LAUNCHER_PACKAGE]:
+        # The image has the launcher beside the code (the Dockerfile copies it); here vertexdist has it.
+        root += os.pathsep + str(LAUNCHER_DIR.parent)
     env["PYTHONPATH"] = root + (os.pathsep + inherited_pythonpath if inherited_pythonpath else "")
     return HostCommand(argv, env, context_root.resolve())
 

@@ -2,9 +2,10 @@
 
 Each local run has its own gs:// namespace (`<run folder>/gcs`) and its own output folder in it, so no run
 resumes another's checkpoints by accident. Resuming is explicit: the new run takes the earlier run's output
-URI (from its `job.json`) and the earlier run's gs:// namespace (its `gcs` folder becomes a link to that
-one), so its replicas read and write the very files the earlier run left, as a resumed Vertex job writes
-into the earlier job's gs:// folder. A run that resumed one can be resumed in turn: the link leads on.
+URI (from its `job.json`, or a tuning run's `request.json`) and the earlier run's gs:// namespace (its
+`gcs` folder becomes a link to that one), so its replicas read and write the very files the earlier run
+left, as a resumed Vertex job writes into the earlier job's gs:// folder. A run that resumed one can be
+resumed in turn: the link leads on.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vertexdist.errors import UsageError
+from vertexdist.render import output_dir_of
 
 JOB_FILE = "job.json"
+TUNING_FILE = "request.json"  # a tuning run's CreateHyperparameterTuningJob body
 GCS_FOLDER = "gcs"
 
 
@@ -36,21 +39,23 @@ def local_path(uri: str, gcs_root: Path) -> Path:
 def find_run(ref: str, runs_dir: Path) -> ResumedRun:
     """The earlier run named by `ref`: a run id under `runs_dir`, or the path of a run folder."""
     candidates = [Path(ref), runs_dir / ref] if "/" in ref else [runs_dir / ref, Path(ref)]
-    run_dir = next((c for c in candidates if (c / JOB_FILE).is_file()), None)
-    if run_dir is None:
+    found = next(
+        (c / name for c in candidates for name in (JOB_FILE, TUNING_FILE) if (c / name).is_file()), None
+    )
+    if found is None:
         raise UsageError(
             f"--resume-from {ref}: no earlier local run has that id or folder"
             f" (no {runs_dir / ref / JOB_FILE})",
             hint=f"use a run id from {runs_dir} (local-run prints it) or the run folder itself",
         )
+    run_dir = found.parent
     try:
-        spec = json.loads((run_dir / JOB_FILE).read_text())
-        uri = spec["baseOutputDirectory"]["outputUriPrefix"]
-    except (OSError, ValueError, KeyError, TypeError):
+        uri = output_dir_of(json.loads(found.read_text()))
+    except (OSError, ValueError, AttributeError):
         uri = None
     if not isinstance(uri, str) or not uri.startswith("gs://"):
         raise UsageError(
-            f"--resume-from {ref}: {run_dir / JOB_FILE} names no gs:// output folder to resume",
+            f"--resume-from {ref}: {found} names no gs:// output folder to resume",
             hint="resume a run made by local-run, which always has one",
         )
     return ResumedRun(run_dir=run_dir.resolve(), output_uri=uri.rstrip("/"), gcs_root=gcs_root_of(run_dir))

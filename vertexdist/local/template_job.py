@@ -65,6 +65,19 @@ def require_docker(t: JobTemplate, *, need_daemon: bool) -> None:
             )
 
 
+def check_procs_per_replica(t: JobTemplate, procs_per_replica: int | None) -> None:
+    """`--procs-per-replica` needs something that starts processes per replica: a launcher, or the
+    bundled trainer (which starts its own); user code run with `launcher: python` runs once per machine."""
+    if procs_per_replica is None or t.trainer.launcher != "python" or t.trainer.is_bundled:
+        return
+    where = f" {t.source_path}" if t.source_path else ""
+    raise UsageError(
+        f"--procs-per-replica {procs_per_replica}: the template{where} runs {t.trainer.module} with"
+        " `launcher: python`, once per machine as Vertex does, so there are no processes per replica to set",
+        hint="set trainer.launcher: torchrun in the template (N processes per replica), or drop the flag",
+    )
+
+
 RUN_DIR_MODE = 0o700
 
 
@@ -84,6 +97,7 @@ def prepare_request(t: JobTemplate, options: LocalOptions, *, scratch: Path | No
     and `--docker` needs no daemon; otherwise the run folder is made before anything is built into it."""
     from vertexdist.render import render_job_spec
 
+    check_procs_per_replica(t, options.procs_per_replica)
     if options.docker:
         require_docker(t, need_daemon=scratch is None)
     resumed: ResumedRun | None = None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from vertexdist.spec.findings import Finding
 from vertexdist.spec.loader import check_paths, inspect_file, load_template, template_files
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
-from vertexdist.spec.rules import Finding, check_template
+from vertexdist.spec.rules import check_template
 
 __all__ = [
     "BuildSpec",

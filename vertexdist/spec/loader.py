@@ -6,6 +6,9 @@ This is the edge of the spec package that touches files; models and rules stay p
 from __future__ import annotations
 
 import difflib
+import errno
+import os
+import re
 import reprlib
 from pathlib import Path
 from typing import Any
@@ -13,8 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vertexdist.errors import Problem, TemplateError, UsageError
+from vertexdist.spec import limits
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
 from vertexdist.spec.rules import check_template
+from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 from vertexdist.spec.yaml_source import Loc, SourceMap, YamlSourceError, load_yaml_mapping
 
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
@@ -39,6 +44,15 @@ _KNOWN_ALIASES = {
 _short_repr = reprlib.Repr()
 _short_repr.maxstring = 60
 _short_repr.maxother = 60
+# Nested values (lists of lists from YAML aliases) stay one short line in a message.
+_short_repr.maxlevel = 2
+_short_repr.maxlist = _short_repr.maxdict = 4
+_SHOWN_CHARS = 100
+
+
+def _shown(value: Any) -> str:
+    text = _short_repr.repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
 def _dotted(loc: Loc) -> str:
@@ -53,11 +67,13 @@ def _dotted(loc: Loc) -> str:
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
     """The model whose fields the mapping at `loc` holds (for did-you-mean on unknown keys)."""
-    nested: dict[str, type[BaseModel]] = {"trainer": TrainerSpec, "build": BuildSpec}
+    nested: dict[str, type[BaseModel]] = {"trainer": TrainerSpec, "build": BuildSpec, "tuning": TuningSpec}
     if not loc:
         return JobTemplate
     if len(loc) == 1 and isinstance(loc[0], str):
         return nested.get(loc[0])
+    if len(loc) == 3 and loc[:2] == ("tuning", "parameter_spec"):
+        return ParameterSpec
     return None
 
 
@@ -91,7 +107,7 @@ def _translate(error: Any) -> tuple[str, str | None]:
     loc: Loc = tuple(error["loc"])
     field_hint = _field_description(loc)
     value = error.get("input")
-    shown = _short_repr.repr(value)
+    shown = _shown(value)
     if kind == "extra_forbidden":
         return f"unknown field {str(loc[-1])!r}", _unknown_key_hint(loc)
     if kind == "missing":
@@ -112,6 +128,16 @@ def _translate(error: Any) -> tuple[str, str | None]:
         return f"expected a string, got {type(value).__name__} {shown}", hint
     if kind in ("dict_type", "model_type", "model_attributes_type"):
         return f"expected a mapping of fields, got {type(value).__name__} {shown}", field_hint
+    if kind == "literal_error":
+        accepted = [
+            str(c) for c in (error.get("ctx") or {}).get("expected", "").replace("'", "").split(" or ")
+        ]
+        accepted = [c.strip() for part in accepted for c in part.split(",") if c.strip()]
+        close = difflib.get_close_matches(str(value), accepted, n=1, cutoff=0.6)
+        return (
+            f"{shown} is not one of {', '.join(accepted)}",
+            f"did you mean `{close[0]}`?" if close else field_hint,
+        )
     if kind in ("list_type",):
         return (
             f"expected a list, got {type(value).__name__} {shown}",
@@ -130,21 +156,62 @@ def _problems_from_validation(exc: ValidationError, file: str, source: SourceMap
     return problems
 
 
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
 def _loc_of(path: str) -> Loc:
-    return tuple(path.split(".")) if path else ()
+    """`trainer.args[2]` -> ("trainer", "args", 2): the inverse of `_dotted` for rule paths."""
+    loc: list[str | int] = []
+    for part in path.split(".") if path else ():
+        name, *indices = _INDEX.split(part)
+        if name:
+            loc.append(name)
+        loc += [int(i) for i in indices if i]
+    return tuple(loc)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _read_template(path: Path) -> str:
+    with path.open("rb") as handle:
+        data = handle.read(limits.TEMPLATE_FILE_BYTES + 1)
+    if len(data) > limits.TEMPLATE_FILE_BYTES:
+        raise _TooLarge(f"the file is over {limits.human_size(limits.TEMPLATE_FILE_BYTES)}; not read")
+    return data.decode("utf-8")
+
+
+def broken_link(path: Path) -> str | None:
+    """Why `path` is a symlink that cannot be followed (a loop, a missing target); None otherwise."""
+    if not path.is_symlink():
+        return None
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"is a symlink loop (it points to {os.readlink(path)}, which leads back to it)"
+        return f"is a symlink to {os.readlink(path)}, which does not exist"
+    return None
+
+
+def _unreadable(path: Path, exc: OSError) -> str:
+    return broken_link(path) or f"cannot read the file: {exc.strerror}"
 
 
 def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
     """Load one template and return it (None if it has errors) with every error and warning found."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = _read_template(Path(path))
     except UnicodeDecodeError as exc:
         return None, [Problem(file, 1, 1, "", f"not UTF-8 text ({exc.reason})", "save the file as UTF-8")]
+    except _TooLarge as exc:
+        return None, [Problem(file, 1, 1, "", str(exc), "a template is a few KiB: is this the right file?")]
     except OSError as exc:
-        return None, [Problem(file, 1, 1, "", f"cannot read the file: {exc.strerror}", None)]
+        return None, [Problem(file, 1, 1, "", _unreadable(Path(path), exc), None)]
     try:
-        data, source = load_yaml_mapping(text)
+        data, source = load_yaml_mapping(text, max_values=limits.YAML_VALUES, max_depth=limits.YAML_DEPTH)
     except YamlSourceError as exc:
         return None, [Problem(file, exc.position.line, exc.position.col, exc.path, exc.message, exc.hint)]
     if any(not isinstance(key, str) for key in data):
@@ -192,6 +259,11 @@ def load_template(path: str | Path) -> JobTemplate:
     if Path(path).is_dir():
         raise UsageError(f"{path}: is a folder, not a template file", hint="pass one .yaml template")
     if not Path(path).is_file():
+        broken = broken_link(Path(path))
+        if broken is not None:
+            raise UsageError(
+                f"{path}: {broken}", hint="point the link at a template, or pass the file itself"
+            )
         raise UsageError(f"{path}: no such template file", hint="pass the path of a .yaml template")
     template, problems = inspect_file(path)
     errors = [p for p in problems if p.severity == "error"]
@@ -206,13 +278,20 @@ def template_files(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> li
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in TEMPLATE_SUFFIXES and p.is_file())
+            # A link named like a template that leads nowhere is kept: reading it reports why.
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in TEMPLATE_SUFFIXES and (p.is_file() or broken_link(p) is not None)
+            )
             files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
+            broken = broken_link(path)
             raise UsageError(
-                f"{raw}: no such file or folder", hint="pass template files or folders that hold them"
+                f"{raw}: {broken or 'no such file or folder'}",
+                hint="pass template files or folders that hold them",
             )
     return files
 

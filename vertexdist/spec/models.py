@@ -10,7 +10,7 @@ import functools
 import importlib.util
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -33,9 +33,14 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.tuning import TuningSpec
 
 SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
 BUNDLED_TRAINER = "trainer_pkg"
+# How a training replica starts the module. `python`: Vertex runs `python -m module` once per machine;
+# every other mode is one of the shipped launcher's (vertexdist_launcher.options.MODES).
+Launcher = Literal["python", "torchrun"]
+LAUNCHERS: tuple[str, ...] = get_args(Launcher)
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -129,6 +134,35 @@ class TrainerSpec(_Strict):
     requirements: list[str] = Field(
         default_factory=list, description="pip requirements installed with the package (like the SDK's)."
     )
+    launcher: Launcher = Field(
+        default="python",
+        description=(
+            "How every training replica starts the module. python: `python -m module` once per machine"
+            " (Vertex's own way); torchrun: torch.distributed.run on every replica, one process per"
+            " GPU, nodes and ranks from CLUSTER_SPEC (the shipped vertexdist_launcher does it)."
+        ),
+    )
+    nproc_per_node: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "With launcher torchrun: processes per replica. Default: one per GPU of the machine"
+            " (accelerator_count, counted on the machine), 1 on CPU machines."
+        ),
+    )
+    max_restarts: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "With launcher torchrun: how often torchrun restarts a replica's processes after one"
+            " fails (torchrun --max-restarts)."
+        ),
+    )
+
+    @property
+    def is_bundled(self) -> bool:
+        """Code of the trainer shipped with vertexdist (`trainer_pkg`), which starts its own workers."""
+        return self.module.split(".")[0] == BUNDLED_TRAINER
 
     @classmethod
     def bundled(cls) -> TrainerSpec:
@@ -360,6 +394,10 @@ class JobTemplate(_Strict):
     )
     build: BuildSpec | None = Field(
         default=None, description="Build the trainer into a container image instead of a Python package."
+    )
+    tuning: TuningSpec | None = Field(
+        default=None,
+        description="Make it a hyperparameter tuning job: the job runs once per trial, with its values.",
     )
 
     _source_path: Path | None = PrivateAttr(default=None)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog
+from vertexdist.spec import catalog, limits
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -20,6 +20,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
+from vertexdist.spec.tuning_rules import TUNING_RULES
 
 if TYPE_CHECKING:
     from vertexdist.spec.models import JobTemplate
@@ -80,7 +81,8 @@ def reduction_server_speedup(t: JobTemplate) -> Iterator[Finding]:
             "reduction_server_count",
             f"reduction servers speed up all-reduce only from 3 nodes up; this job has {t.replica_count}"
             " (at 2 nodes a ring all-reduce already sends each gradient once)",
-            "use reduction servers from 3 nodes up (the gain is 2(N-1)/N: 1.5x at 4 nodes), or remove them",
+            "use reduction servers from 3 nodes up (the gain is 2(N-1)/N: 1.5x at 4 nodes), or remove them;"
+            " `vertexdist estimate TEMPLATE --params 350M` gives the figures",
             "warning",
         )
 
@@ -100,7 +102,8 @@ def reduction_server_bandwidth(t: JobTemplate) -> Iterator[Finding]:
             "reduction_server_count",
             f"reducer egress {reducer_total:g} Gbps is below the workers' {worker_total:g} Gbps"
             f" ({t.replica_count} x {t.machine_type}); the reducers would be the bottleneck",
-            f"use at least {int(needed)} x {t.reduction_server_machine_type}",
+            f"use at least {int(needed)} x {t.reduction_server_machine_type};"
+            " `vertexdist estimate TEMPLATE --params 350M` gives the all-reduce time and cost",
             "warning",
         )
 
@@ -122,6 +125,54 @@ def ddp_restart_policy(t: JobTemplate) -> Iterator[Finding]:
             "multi-node DDP without restart_job_on_worker_restart: if one worker restarts, the others hang"
             " in NCCL until the collective timeout",
             "set restart_job_on_worker_restart: true and resume from checkpoints",
+            "warning",
+        )
+
+
+def launcher_options_need_a_launcher(t: JobTemplate) -> Iterator[Finding]:
+    trainer = t.trainer
+    if trainer.launcher != "python":
+        return
+    if trainer.nproc_per_node is not None:
+        yield Finding(
+            "trainer.nproc_per_node",
+            "nproc_per_node applies only with a launcher that starts processes per node; with"
+            " `launcher: python` Vertex runs the module once per machine",
+            "set trainer.launcher: torchrun"
+            + (
+                ", or pass --nproc-per-node in trainer.args to the bundled trainer"
+                if trainer.is_bundled
+                else ""
+            ),
+        )
+    if trainer.max_restarts:
+        yield Finding(
+            "trainer.max_restarts",
+            "max_restarts sets torchrun's --max-restarts, and `launcher: python` runs no torchrun",
+            "set trainer.launcher: torchrun, or use restart_job_on_worker_restart to restart the whole job",
+        )
+
+
+def python_launcher_leaves_gpus_idle(t: JobTemplate) -> Iterator[Finding]:
+    # The bundled trainer starts one worker per GPU itself; other code runs once per machine.
+    gpus = t.accelerator_count
+    if t.trainer.launcher == "python" and not t.trainer.is_bundled and gpus > 1:
+        yield Finding(
+            "trainer.launcher",
+            f"`launcher: python` runs {t.trainer.module} once per machine: unless it starts its own"
+            f" processes, it leaves {gpus - 1} of the {gpus} GPUs of a node idle",
+            "set trainer.launcher: torchrun to run one process per GPU (RANK, LOCAL_RANK, WORLD_SIZE set)",
+            "warning",
+        )
+
+
+def nproc_per_node_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
+    wanted = t.trainer.nproc_per_node
+    if wanted is not None and 0 < t.accelerator_count < wanted:
+        yield Finding(
+            "trainer.nproc_per_node",
+            f"{wanted} processes per node on {t.accelerator_count} GPU(s): NCCL takes one GPU per rank",
+            f"use nproc_per_node: {t.accelerator_count} (or leave it out: one process per GPU)",
             "warning",
         )
 
@@ -305,8 +356,12 @@ def identity_and_network(t: JobTemplate) -> Iterator[Finding]:
 
 
 def env_limits(t: JobTemplate) -> Iterator[Finding]:
-    if len(t.trainer.env) > 100:
-        yield Finding("trainer.env", f"{len(t.trainer.env)} environment variables; Vertex allows 100", None)
+    if len(t.trainer.env) > limits.ENV_VARS:
+        yield Finding(
+            "trainer.env",
+            f"{len(t.trainer.env)} environment variables; Vertex allows {limits.ENV_VARS}",
+            None,
+        )
 
 
 def build_repository_region(t: JobTemplate) -> Iterator[Finding]:
@@ -340,6 +395,9 @@ RULES: tuple[Rule, ...] = (
     reduction_server_bandwidth,
     reduction_server_with_custom_image,
     ddp_restart_policy,
+    launcher_options_need_a_launcher,
+    python_launcher_leaves_gpus_idle,
+    nproc_per_node_fits_gpus,
     gcs_uris,
     label_rules,
     location_known,
@@ -351,6 +409,8 @@ RULES: tuple[Rule, ...] = (
     identity_and_network,
     env_limits,
     build_repository_region,
+    *limits.RULES,
+    *TUNING_RULES,
 )
 
 

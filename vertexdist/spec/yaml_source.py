@@ -91,7 +91,63 @@ def _walk(node: yaml.Node, loc: Loc, source: SourceMap, seen_nodes: set[int]) ->
             _walk(item, (*loc, index), source, seen_nodes)
 
 
-def load_yaml_mapping(text: str) -> tuple[dict[str, Any], SourceMap]:
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def check_expansion(root: yaml.Node, *, max_values: int, max_depth: int) -> None:
+    """Refuse a document whose aliases expand past `max_values` values or `max_depth` levels, or loop.
+
+    The composed document is a graph (an alias is a second edge to its anchor's node); this counts what
+    constructing it would expand, without expanding it: each node's size once, from its children's.
+    """
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if children_done:
+            open_nodes.discard(key)
+            size[key] = min(max_values + 1, 1 + sum(size[id(c)] for c in children))
+            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+            if size[key] > max_values:
+                raise YamlSourceError(
+                    f"this value expands to more than {max_values:,} values through YAML aliases (*name)",
+                    _position(node),
+                    "a template needs a few hundred values; write the values out instead of aliasing",
+                )
+            if depth[key] > max_depth:
+                raise YamlSourceError(
+                    f"values nest more than {max_depth} levels deep here",
+                    _position(node),
+                    "a template nests a few levels: check the brackets and indentation",
+                )
+            continue
+        if key in size:
+            continue
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise YamlSourceError(
+                    "a YAML alias refers to a value that holds the alias (a recursive alias)",
+                    _position(child),
+                    "an anchor (&name) cannot be used (*name) inside its own value",
+                )
+            if id(child) not in size:
+                stack.append((child, False))
+
+
+def load_yaml_mapping(
+    text: str, *, max_values: int = 100_000, max_depth: int = 100
+) -> tuple[dict[str, Any], SourceMap]:
     """Parse one YAML document that must be a mapping; returns the data and where each part was written."""
     loader = _Loader(text)
     try:
@@ -101,6 +157,7 @@ def load_yaml_mapping(text: str) -> tuple[dict[str, Any], SourceMap]:
                 raise YamlSourceError(
                     "the template is empty", Position(1, 1), "start from a file in job_templates/"
                 )
+            check_expansion(node, max_values=max_values, max_depth=max_depth)
             source = SourceMap()
             _walk(node, (), source, set())
             data = loader.construct_document(node)

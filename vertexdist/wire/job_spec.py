@@ -163,13 +163,15 @@ def parse_job_spec(spec: Mapping[str, Any], *, require_command: bool = True) -> 
     """
     if not isinstance(spec, Mapping):
         raise JobSpecError(f"a CustomJobSpec is an object, got {type(spec).__name__}")
+    spec_dict = dict(spec)
+    for key in ("workerPoolSpecs", "worker_pool_specs"):
+        if isinstance(spec_dict.get(key), Mapping):  # gcloud's one-pool shorthand (vertex.md §5.1)
+            spec_dict[key] = [spec_dict[key]]
     try:
-        normalized = normalize_job_spec(dict(spec))
+        normalized = normalize_job_spec(spec_dict)
     except ValueError as exc:
         raise JobSpecError(str(exc)) from None
     raw_pools = normalized.get("workerPoolSpecs")
-    if isinstance(raw_pools, Mapping):  # gcloud's single-pool shorthand (reference/vertex.md §5.1)
-        raw_pools = [raw_pools]
     if not isinstance(raw_pools, Sequence) or isinstance(raw_pools, str) or not raw_pools:
         raise JobSpecError("the job has no workerPoolSpecs")
     if len(raw_pools) > len(POOL_ROLES):

@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from vertexdist.wire import shapes
 from vertexdist.wire.enums import (
     ACCELERATOR_TYPES,
     JOB_STATES,
@@ -62,10 +63,10 @@ def _as_int(value: Any, field: str) -> int:
 def normalize_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A CustomJobSpec with camelCase keys, ints for int fields and enum names (ValueError on bad enums)."""
     out = _camel_tree(spec)
-    pools = out.get("workerPoolSpecs") or []
-    for index, pool in enumerate([pools] if isinstance(pools, dict) else pools):
-        if not isinstance(pool, dict):
-            raise ValueError(f"workerPoolSpecs[{index}]: expected an object")
+    wrong = shapes.problems(out, shapes.CUSTOM_JOB_SPEC)
+    if wrong:
+        raise ValueError("; ".join(wrong[:5]))
+    for index, pool in enumerate(out.get("workerPoolSpecs") or []):
         for key in ("replicaCount",):
             if key in pool:
                 pool[key] = _as_int(pool[key], f"workerPoolSpecs[{index}].{key}")

@@ -26,7 +26,10 @@ class ConsoleLogLinks:
 
     def read(self, name: str, offsets: dict[str, int], describe: Callable[[], JobStatus]) -> LogsPage:
         status = describe()
-        job = status.backing_job or (name if "/customJobs/" in name else None)
+        # A tuning job's trials log under the tuning job's own id.
+        job = status.backing_job or (
+            name if "/customJobs/" in name or "/hyperparameterTuningJobs/" in name else None
+        )
         if job is None:
             return LogsPage(chunks=[], links=[status.console_url or ""])
         parts = parse_job_name(job) or {}

@@ -18,6 +18,7 @@ from vertexdist.packaging import build_sdist, package_uri
 from vertexdist.render import (
     JOB_FOLDER,
     REQUEST_HASH_LABEL,
+    REQUEST_RESOURCES,
     output_dir_of,
     render_request,
     request_hash,
@@ -35,7 +36,9 @@ def new_job_folder() -> str:
 class Submission:
     """A request ready to send, with the package it refers to (None for container jobs)."""
 
-    request: dict[str, Any]  # the CreateTrainingPipeline body: {"parent", "trainingPipeline"}
+    # The CreateTrainingPipeline body {"parent", "trainingPipeline"}, or for a tuning template the
+    # CreateHyperparameterTuningJob body {"parent", "hyperparameterTuningJob"}.
+    request: dict[str, Any]
     request_hash: str
     package_path: Path | None = None
     package_uri: str | None = None
@@ -43,6 +46,15 @@ class Submission:
     @property
     def parent(self) -> str:
         return str(self.request["parent"])
+
+    @property
+    def is_tuning(self) -> bool:
+        return "hyperparameterTuningJob" in self.request
+
+    @property
+    def resource(self) -> dict[str, Any]:
+        """The resource the request creates (the TrainingPipeline or the HyperparameterTuningJob)."""
+        return dict(self.request["hyperparameterTuningJob" if self.is_tuning else "trainingPipeline"])
 
     @property
     def output_dir(self) -> str | None:
@@ -76,7 +88,8 @@ def build_submission(
         uri = package_uri(template.staging_bucket, pkg)
         request = render_request(template, package_uri=uri, resume_from=resume_from)
         pkg_path = pkg.path
-    digest = request["trainingPipeline"]["labels"][REQUEST_HASH_LABEL]
+    resource = next(request[key] for key in REQUEST_RESOURCES if key in request)
+    digest = resource["labels"][REQUEST_HASH_LABEL]
     return Submission(request=request, request_hash=digest, package_path=pkg_path, package_uri=uri)
 
 

@@ -38,7 +38,11 @@ def console_url(name: str, target: Target) -> str | None:
     parts = parse_job_name(name)
     if target.is_emulator or not parts:
         return None
-    kind = "training" if parts["collection"] == "trainingPipelines" else "training/custom-jobs"
+    kind = {
+        "trainingPipelines": "training",
+        "customJobs": "training/custom-jobs",
+        "hyperparameterTuningJobs": "training/hyperparameter-tuning-jobs",
+    }[parts["collection"]]
     return (
         f"https://console.cloud.google.com/vertex-ai/locations/{parts['location']}/{kind}/"
         f"{parts['id']}?project={parts['project']}"
@@ -53,8 +57,11 @@ def status_of(resource: Any, target: Target) -> JobStatus:
     if "trainingTaskInputs" in data:
         spec = _camel_spec(data["trainingTaskInputs"])
     else:
-        spec = data.get("jobSpec", {})
+        spec = data.get("jobSpec") or data.get("trialJobSpec") or {}
     error = data.get("error") or {}
+    secrets = secret_values(spec)
+    # Vertex (and the emulator) put the failing replica's last log lines in the message.
+    message = mask_text(str(error["message"]), secrets) if error.get("message") else None
     return JobStatus(
         name=name,
         display_name=str(data.get("displayName", "")),
@@ -62,10 +69,10 @@ def status_of(resource: Any, target: Target) -> JobStatus:
         create_time=data.get("createTime"),
         start_time=data.get("startTime"),
         end_time=data.get("endTime"),
-        error=error.get("message") if error else None,
+        error=message,
         backing_job=(data.get("trainingTaskMetadata") or {}).get("backingCustomJob"),
         labels=dict(data.get("labels") or {}),
         console_url=console_url(name, target),
         spec=mask_secrets(spec),
-        secret_values=secret_values(spec),
+        secret_values=secrets,
     )

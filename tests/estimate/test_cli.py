@@ -1,0 +1,89 @@
+"""`vertexdist estimate` as a user runs it: a real subprocess through the CLI's error boundary."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import DONE_CHECK_TEMPLATE, REPO_ROOT
+
+
+def vertexdist(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_GCE_CHECK": "true"}
+    return subprocess.run(
+        [sys.executable, "-m", "vertexdist.cli.main", *map(str, args)],
+        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT, env=env,
+    )  # fmt: skip
+
+
+def test_done_check_prints_cost_allreduce_and_advice() -> None:
+    result = vertexdist("estimate", "job_templates/a2-ultragpu-8g-rs.yaml", "--params", "1.3B")
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())  # the terminal table wraps long advice lines
+    for expected in (
+        "Cost in us-central1",
+        "2 reduction servers",  # pool 2
+        "$194.38",  # total per hour, on-demand
+        "total for 72 h",
+        "(1.3B params x 4 B = 5.2 GB)",
+        "all-reduce without reduction servers",
+        "624 ms",
+        "with 13 reduction servers",
+        "416 ms",
+        "Advice",
+        "pay for themselves while a step computes less than",
+        "2026-07-30",
+    ):
+        assert expected in out, expected
+
+
+def test_json_for_scripts() -> None:
+    args = ("--gradient-bytes", "5.2GB", "--step-compute", "400ms", "--hours", "10", "--format", "json")
+    result = vertexdist("estimate", DONE_CHECK_TEMPLATE, *args)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert {"cost_per_hour_usd", "allreduce_ring_s", "allreduce_reduction_server_s",
+            "recommended_reduction_servers"} <= set(data)  # fmt: skip
+    assert data["cost_total_usd"] == pytest.approx(data["cost_per_hour_usd"] * 10, abs=0.01)
+    assert data["allreduce_ring_s"] == pytest.approx(0.624)
+    assert data["step_compute_s"] == pytest.approx(0.4)
+    assert data["hours_from"] == "--hours"
+
+
+def test_without_gradients_prices_only() -> None:
+    result = vertexdist("estimate", DONE_CHECK_TEMPLATE)
+    assert result.returncode == 0, result.stderr
+    assert "$194.38" in result.stdout and "pass --params 350M or --gradient-bytes 1.4GB" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "hint"),
+    [
+        (("--params", "1.3X"), "error: --params: '1.3X' has an unknown unit 'X'", "hint: use a count like"),
+        (("--params", "1.3GB"), "is a size in bytes", "hint: use --gradient-bytes 1.3GB"),
+        (("--gradient-bytes", "1.4GiG"), "unknown unit 'GiG'", "hint: did you mean 1.4GiB?"),
+        (("--params", "1B", "--gradient-bytes", "4GB"), "--params and --gradient-bytes both", "give one"),
+        (("--params", "1B", "--step-compute", "120"), "error: --step-compute: '120' has no unit", "120ms"),
+        (("--params", "1B", "--grad-dtype", "bf61"), "error: --grad-dtype:", "did you mean bf16?"),
+        (("--hours", "0"), "--hours must be more than zero", "hint: e.g. --hours 24"),
+    ],
+)  # fmt: skip
+def test_bad_values_are_usage_errors(args: tuple[str, ...], error: str, hint: str) -> None:
+    result = vertexdist("estimate", DONE_CHECK_TEMPLATE, *args)
+    assert result.returncode == 2
+    assert error in result.stderr and hint in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_template_is_reported_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    lines = ["display_name: x", "project: vertexdist-demo", "staging_bucket: gs://bkt/s", "machine_type: n9"]
+    path.write_text("\n".join(lines) + "\n")
+    result = vertexdist("estimate", path, "--params", "1B")
+    assert result.returncode == 1
+    assert f"{path}:4:" in result.stderr and "machine_type" in result.stderr

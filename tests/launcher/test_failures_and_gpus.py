@@ -1,0 +1,49 @@
+"""What the launcher says about a failed local rank, and how it counts this machine's GPUs (pure parts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vertexdist.shipped.vertexdist_launcher.failures import WorkerFailure, describe_exit, failure_lines
+from vertexdist.shipped.vertexdist_launcher.gpus import count_gpus, visible_count
+
+
+def test_the_last_line_names_the_replica_the_local_rank_and_the_signal() -> None:
+    killed = WorkerFailure(global_rank=3, local_rank=1, pid=42, exitcode=-9)
+    stopped = WorkerFailure(global_rank=2, local_rank=0, pid=41, exitcode=-15)
+    lines = failure_lines("workerpool1-0", [stopped, killed], killed)
+    assert lines[-1] == "workerpool1-0 failed: local rank 1 (global rank 3) was killed by SIGKILL (pid 42)"
+    assert (
+        lines[0] == "workerpool1-0: also ended: local rank 0 (global rank 2) was killed by SIGTERM (pid 41)"
+    )
+
+
+def test_the_error_message_comes_just_before_the_last_line() -> None:
+    failed = WorkerFailure(1, 1, 7, 1, "ValueError: bad batch\n")
+    assert failure_lines("workerpool0-0", [failed], failed) == [
+        "workerpool0-0: local rank 1: ValueError: bad batch",
+        "workerpool0-0 failed: local rank 1 (global rank 1) exited with status 1 (pid 7)",
+    ]
+
+
+def test_exit_descriptions() -> None:
+    assert describe_exit(3) == "exited with status 3"
+    assert describe_exit(-6) == "was killed by SIGABRT"
+    assert describe_exit(-200) == "was killed by signal 200"
+
+
+@pytest.mark.parametrize(
+    ("value", "count"), [("0,1,2", 3), ("", 0), ("-1", 0), ("0,-1,2", 1), ("GPU-ab,GPU-cd", 2)]
+)
+def test_cuda_visible_devices_counts_up_to_the_first_invalid_entry(value: str, count: int) -> None:
+    assert visible_count(value) == count
+
+
+def test_gpus_come_from_the_driver_unless_cuda_visible_devices_says(tmp_path: Path) -> None:
+    proc = tmp_path / "gpus"
+    for bus in ("0000:00:04.0", "0000:00:05.0"):
+        (proc / bus).mkdir(parents=True)
+    assert count_gpus({}, proc=proc) == 2
+    assert count_gpus({"CUDA_VISIBLE_DEVICES": "1"}, proc=proc) == 1

@@ -1,0 +1,144 @@
+"""What a template's worker pools cost per hour on Vertex AI, on-demand and Spot, from the price table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from vertexdist.render import REDUCTION_SERVER_DISK
+from vertexdist.spec import catalog, prices
+from vertexdist.spec.models import JobTemplate
+
+VERTEX_DEFAULT_TIMEOUT_HOURS = 7 * 24
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    """One worker pool: its machines, and what all its replicas cost per hour with their boot disks."""
+
+    pool: int
+    role: str
+    machine_type: str
+    replicas: int
+    accelerator_type: str | None
+    accelerator_count: int
+    on_demand_per_hour: float | None
+    spot_per_hour: float | None
+    missing: tuple[str, ...] = ()
+
+    def per_hour(self, strategy: str) -> float | None:
+        return self.spot_per_hour if strategy == "SPOT" else self.on_demand_per_hour
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    pools: tuple[PoolCost, ...]
+    region: str
+    strategy: str
+    hours: float
+    hours_from: str
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(m for pool in self.pools for m in pool.missing)
+
+    @property
+    def on_demand_per_hour(self) -> float | None:
+        return _total(p.on_demand_per_hour for p in self.pools)
+
+    @property
+    def spot_per_hour(self) -> float | None:
+        return _total(p.spot_per_hour for p in self.pools)
+
+    @property
+    def per_hour(self) -> float | None:
+        """The price for the template's own scheduling strategy (Spot for SPOT, on-demand otherwise)."""
+        return _total(p.per_hour(self.strategy) for p in self.pools)
+
+    @property
+    def training_per_hour(self) -> float | None:
+        """The GPU pools alone (0 and 1), for the template's strategy: the job without reducers."""
+        return _total(p.per_hour(self.strategy) for p in self.pools if p.pool < 2)
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    """The sum, or None when any part has no price: a partial total would read as the whole."""
+    total = 0.0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _pool(
+    t: JobTemplate,
+    pool: int,
+    role: str,
+    machine_type: str,
+    replicas: int,
+    accelerator: tuple[str | None, int],
+    disk: tuple[str, int],
+) -> PoolCost:
+    missing: list[str] = []
+    price = prices.machine_price(machine_type, t.location)
+    if price is None:
+        where = prices.priced_regions(machine_type)
+        missing.append(
+            f"no price for {machine_type} in {t.location} in the price table"
+            + (f" (priced in {', '.join(where[:4])}{', ...' if len(where) > 4 else ''})" if where else "")
+        )
+    accelerator_type, count = accelerator
+    if accelerator_type and count and not catalog.is_accelerator_optimized(machine_type):
+        missing.append(
+            f"no price for {accelerator_type} attached to {machine_type}: the table prices built-in GPUs only"
+        )
+    disk_type, disk_gb = disk
+    per_gb_hour = prices.disk_price_per_gb_hour(disk_type, t.location)
+    if per_gb_hour is None:
+        missing.append(f"no price for {disk_type} boot disks in {t.location}")
+    if missing or price is None or per_gb_hour is None:
+        return PoolCost(
+            pool, role, machine_type, replicas, accelerator_type, count, None, None, tuple(missing)
+        )
+    disk_cost = disk_gb * per_gb_hour
+    return PoolCost(
+        pool, role, machine_type, replicas, accelerator_type, count,
+        on_demand_per_hour=replicas * (price.on_demand + disk_cost),
+        spot_per_hour=replicas * (price.spot + disk_cost),
+    )  # fmt: skip
+
+
+def reducer_pool(t: JobTemplate, count: int) -> PoolCost:
+    """Pool 2 with `count` reduction servers of the template's reducer machine and Vertex's default disk."""
+    disk = (str(REDUCTION_SERVER_DISK["bootDiskType"]), int(str(REDUCTION_SERVER_DISK["bootDiskSizeGb"])))
+    return _pool(t, 2, "reduction servers", t.reduction_server_machine_type, count, (None, 0), disk)
+
+
+def pool_costs(t: JobTemplate) -> tuple[PoolCost, ...]:
+    """Pool 0 (the primary), pool 1 (the other workers), pool 2 (the reduction servers)."""
+    gpus = (t.accelerator_type, t.accelerator_count)
+    disk = (t.boot_disk_type, t.boot_disk_size_gb)
+    pools = [_pool(t, 0, "primary", t.machine_type, 1, gpus, disk)]
+    if t.replica_count > 1:
+        pools.append(_pool(t, 1, "workers", t.machine_type, t.replica_count - 1, gpus, disk))
+    if t.reduction_server_count > 0:
+        pools.append(reducer_pool(t, t.reduction_server_count))
+    return tuple(pools)
+
+
+def estimate_costs(t: JobTemplate, hours: float | None = None) -> CostEstimate:
+    """The template's pools priced for its region, over `hours`, its timeout or Vertex's default 7 days."""
+    if hours is not None:
+        span, source = hours, "--hours"
+    elif t.timeout is not None:
+        span, source = t.timeout / 3600, "the template's timeout"
+    else:
+        span, source = float(VERTEX_DEFAULT_TIMEOUT_HOURS), "Vertex's default timeout, 7 days"
+    return CostEstimate(
+        pools=pool_costs(t),
+        region=t.location,
+        strategy=t.scheduling_strategy or "STANDARD",
+        hours=span,
+        hours_from=source,
+    )

@@ -1,0 +1,118 @@
+"""The whole estimate for one template: costs, the all-reduce, advice; and its JSON form for scripts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vertexdist.estimate.advice import Advice, advise
+from vertexdist.estimate.communication import CommEstimate, estimate_communication
+from vertexdist.estimate.costs import CostEstimate, estimate_costs
+from vertexdist.spec import prices
+from vertexdist.spec.models import JobTemplate
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """What every step all-reduces: S bytes, from a parameter count and bytes per parameter or given as is."""
+
+    size_bytes: float
+    params: float | None = None
+    bytes_per_param: int | None = None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    template: JobTemplate
+    costs: CostEstimate
+    gradients: Gradients | None
+    comm: CommEstimate | None
+    compute_s: float | None
+    advice: tuple[Advice, ...]
+
+
+def build_estimate(
+    t: JobTemplate, gradients: Gradients | None, compute_s: float | None = None, hours: float | None = None
+) -> Estimate:
+    costs = estimate_costs(t, hours)
+    comm = estimate_communication(t, gradients.size_bytes) if gradients else None
+    bytes_per_param = gradients.bytes_per_param if gradients else None
+    return Estimate(
+        t, costs, gradients, comm, compute_s, tuple(advise(t, comm, costs, compute_s, bytes_per_param))
+    )
+
+
+def _round(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _times(e: Estimate) -> dict[str, Any]:
+    comm = e.comm
+    if comm is None:
+        keys = ("allreduce_ring_s", "allreduce_reduction_server_s", "recommended_reduction_servers")
+        return dict.fromkeys(keys)
+    times: dict[str, Any] = {
+        "allreduce_ring_s": _round(comm.ring_s),
+        "allreduce_reduction_server_s": _round(comm.reduction_server_s),
+        "recommended_reduction_servers": comm.reducers_needed,
+        "reduction_servers_in_estimate": comm.reducers_used,
+        "allreduce_intra_node_s": _round(comm.intra_node_s),
+        "allreduce_inter_node_ring_s": _round(comm.inter_node_ring_s),
+        "latency_s": _round(comm.latency_s),
+        "buckets": comm.buckets,
+        "nodes": comm.nodes,
+        "gpus_per_node": comm.gpus_per_node,
+        "node_network_gbps": comm.node_gbps,
+    }
+    if e.compute_s is not None and comm.ring_s is not None:
+        ring_step = comm.step_on_ring(e.compute_s)
+        rs_step = comm.step_with_reducers(e.compute_s) if comm.reduction_server_s is not None else None
+        times |= {
+            "step_compute_s": e.compute_s,
+            "step_ring_s": _round(ring_step),
+            "step_reduction_server_s": _round(rs_step),
+            "scaling_efficiency_ring": _round(e.compute_s / ring_step, 4),
+            "scaling_efficiency_reduction_server": _round(e.compute_s / rs_step, 4) if rs_step else None,
+        }
+    return times
+
+
+def to_json(e: Estimate) -> dict[str, Any]:
+    """The estimate as plain data; the keys named in the issue stay at the top level."""
+    costs = e.costs
+    per_hour = costs.per_hour
+    return {
+        "template": str(e.template.source_path) if e.template.source_path else None,
+        "display_name": e.template.display_name,
+        "region": costs.region,
+        "scheduling_strategy": costs.strategy,
+        "cost_per_hour_usd": _round(per_hour, 4),
+        "cost_per_hour_on_demand_usd": _round(costs.on_demand_per_hour, 4),
+        "cost_per_hour_spot_usd": _round(costs.spot_per_hour, 4),
+        "hours": costs.hours,
+        "hours_from": costs.hours_from,
+        "cost_total_usd": _round(per_hour * costs.hours if per_hour is not None else None, 2),
+        "pools": [
+            {
+                "pool": p.pool,
+                "role": p.role,
+                "machine_type": p.machine_type,
+                "replicas": p.replicas,
+                "accelerator_type": p.accelerator_type,
+                "accelerator_count": p.accelerator_count,
+                "on_demand_usd_per_hour": _round(p.on_demand_per_hour, 4),
+                "spot_usd_per_hour": _round(p.spot_per_hour, 4),
+                "missing": list(p.missing),
+            }
+            for p in costs.pools
+        ],
+        "gradient_bytes": e.gradients.size_bytes if e.gradients else None,
+        "params": e.gradients.params if e.gradients else None,
+        **_times(e),
+        "advice": [{"level": a.level, "message": a.message} for a in e.advice],
+        "prices": {
+            "basis": prices.BASIS,
+            "source": prices.PRICES_SOURCE_URL,
+            "read_on": prices.PRICES_READ_ON,
+        },
+    }

@@ -1,0 +1,18 @@
+"""The replica launcher vertexdist ships with every job: `python -m vertexdist_launcher MODE ... -- TARGET`.
+
+It reads Vertex's `CLUSTER_SPEC` on the machine it runs on, counts that machine's GPUs and starts the
+user's code the way MODE says (`torchrun`: torch.distributed.run, one process per GPU). Standard library
+only, except the mode's own runner (torchrun imports torch, which the replica has anyway); it never imports
+vertexdist, because on Vertex vertexdist is not installed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+PREFIX = "vertexdist_launcher: "
+
+
+def say(line: str) -> None:
+    """One line of the launcher's own, on stderr (the replica's log), marked as the launcher's."""
+    print(PREFIX + line, file=sys.stderr, flush=True)

@@ -1,0 +1,78 @@
+"""The `torchrun` mode: this process becomes the replica's torch.distributed.run agent.
+
+torchrun (run in this process, so a replica is one agent as with `torchrun` by hand) starts one worker per
+local rank, restarts them up to `--max-restarts` times, and on SIGTERM/SIGINT stops them, SIGKILL after its
+shutdown timeout. When a local rank fails for good it ends; this then prints torchrun's failure summary and,
+last, which replica and local rank failed and how, and exits 1.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from . import say
+from .cluster import LOOPBACK, Placement
+from .failures import WorkerFailure, failure_lines
+from .gpus import count_gpus
+from .options import LaunchOptions
+from .torchrun_args import nproc_per_node, torchrun_args
+from .worker import PARENT_VARIABLE
+
+NO_ERROR_FILE = "<N/A>"  # torch's ProcessFailure.error_file when the rank wrote none
+
+
+def free_port() -> int:
+    """A free loopback port for a single node's rendezvous (nothing else on the machine joins it)."""
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def _failures(error: Any) -> tuple[list[WorkerFailure], WorkerFailure]:
+    """torchrun's ChildFailedError as plain data: every failed rank, and the first to fail."""
+
+    def plain(rank: int, failure: Any) -> WorkerFailure:
+        message = ""
+        if failure.error_file != NO_ERROR_FILE:  # else torch's message is a placeholder
+            message = failure.message
+            message = str(message.get("message", "") if isinstance(message, dict) else message)
+        return WorkerFailure(rank, failure.local_rank, failure.pid, failure.exitcode, message)
+
+    failures = [plain(rank, failure) for rank, failure in sorted(error.failures.items())]
+    first_rank, first = error.get_first_failure()
+    return failures, plain(first_rank, first)
+
+
+def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int:
+    nproc = nproc_per_node(options, env, lambda: count_gpus(env))
+    port = place.master_port if place.master_port is not None else free_port()
+    args = torchrun_args(place, options, nproc=nproc, master_port=port)
+    say(
+        f"{place.replica} is node {place.node_rank} of {place.nnodes}, {nproc} process(es): "
+        f"torchrun {shlex.join(args)}"
+    )
+    os.environ[PARENT_VARIABLE] = str(os.getpid())
+    from torch.distributed.elastic.multiprocessing import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun_main
+
+    try:
+        torchrun_main(args)
+    except ChildFailedError as exc:
+        print(exc.format_msg(), file=sys.stderr, flush=True)
+        failures, first = _failures(exc)
+        for line in failure_lines(place.replica, failures, first):
+            say(line)
+        return 1
+    except SignalException as exc:  # torchrun has stopped its workers
+        say(f"{place.replica} stopped by {exc.sigval.name}; torchrun stopped its workers")
+        return 128 + int(exc.sigval)
+    except Exception as exc:  # rendezvous and agent errors: no local rank to name
+        say(f"{place.replica} failed: torchrun ended before its workers did: {type(exc).__name__}: {exc}")
+        return 1
+    return 0
