@@ -102,12 +102,21 @@ class ExampleChecks:
     )
     HOLDS = re.compile(r"holds (\d+) of (\d+) parameters, full parameters sha256 (\w+)")
 
+    RESTART = "----- vertexdist: job restart"
+
+    @classmethod
+    def last_attempt(cls, log: Path) -> list[str]:
+        """The lines of the job's last attempt: a whole-job restart (restart_job_on_worker_restart, which
+        the examples set) reruns every rank, and only the attempt that succeeded is the job's result."""
+        text = log.read_text()
+        return text[text.rfind(cls.RESTART) :].splitlines() if cls.RESTART in text else text.splitlines()
+
     @classmethod
     def done_lines(cls, logs: Sequence[Path]) -> list[dict[str, str]]:
         """Every rank's last line, with the replica whose log it is in."""
         found = []
         for log in logs:
-            for line in log.read_text().splitlines():
+            for line in cls.last_attempt(log):
                 match = cls.DONE.match(line)
                 if match:
                     found.append({**match.groupdict(), "replica": log.stem})
@@ -130,7 +139,7 @@ class ExampleChecks:
         cls.check_ranks(ranks)
         assert len({r["rest"] for r in ranks}) == 1, "the ranks ended with different parameters"
         assert [p.name for p in gcs_root.rglob("*.pt")] == ["model.pt"]
-        lines = [line for log in logs for line in log.read_text().splitlines()]
+        lines = [line for log in logs for line in cls.last_attempt(log)]
         assert len([line for line in lines if line.startswith("Saved the model")]) == 1
 
     @classmethod

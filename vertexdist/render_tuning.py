@@ -54,9 +54,14 @@ def render_study_spec(tuning: TuningSpec) -> dict[str, Any]:
 
 
 def render_tuning_job(
-    t: JobTemplate, *, package_uri: str | None = None, image_uri: str | None = None
+    t: JobTemplate,
+    *,
+    package_uri: str | None = None,
+    image_uri: str | None = None,
+    resume_from: str | None = None,
 ) -> dict[str, Any]:
-    """The HyperparameterTuningJob resource (without its request-hash label)."""
+    """The HyperparameterTuningJob resource (without its request-hash label); its trials' output base is
+    the job's own folder (`<job-folder>` until submit fills it in) or, resuming, the earlier job's."""
     tuning = t.tuning
     assert tuning is not None, "render_tuning_job needs a template with a tuning section"
     job: dict[str, Any] = {
@@ -67,16 +72,22 @@ def render_tuning_job(
     }
     if tuning.max_failed_trial_count:
         job["maxFailedTrialCount"] = tuning.max_failed_trial_count
-    job["trialJobSpec"] = render_job_spec(t, package_uri=package_uri, image_uri=image_uri)
+    job["trialJobSpec"] = render_job_spec(
+        t, package_uri=package_uri, image_uri=image_uri, resume_from=resume_from
+    )
     job["labels"] = dict(t.labels)
     return job
 
 
 def render_tuning_request(
-    t: JobTemplate, *, package_uri: str | None = None, image_uri: str | None = None
+    t: JobTemplate,
+    *,
+    package_uri: str | None = None,
+    image_uri: str | None = None,
+    resume_from: str | None = None,
 ) -> dict[str, Any]:
     """The exact body of JobService.CreateHyperparameterTuningJob, its `vertexdist-request` label included."""
-    job = render_tuning_job(t, package_uri=package_uri, image_uri=image_uri)
+    job = render_tuning_job(t, package_uri=package_uri, image_uri=image_uri, resume_from=resume_from)
     request: dict[str, Any] = {
         "parent": f"projects/{t.project}/locations/{t.location}",
         "hyperparameterTuningJob": job,

@@ -67,10 +67,17 @@ def test_grid_covers_the_grid_once_and_ends_with_the_best_trial(
     assert best["parameters"] == {"units": 3, "opt": "adam"}
     assert best["score"] == pytest.approx(1 - 1 / 100 + 0.05 - 0.1 / 3)  # its last of 3 steps
     assert Path(best["modelDir"], "score.txt").is_file()
-    assert best["modelDir"].endswith(f"tune-test/{best['trial']}/model")
+    # The job's own folder (its job id), then the trial's, as Vertex lays trials out under a job's folder.
+    assert best["modelDir"].endswith(f"tune-test/{summary['job_id']}/{best['trial']}/model")
     assert f"best trial {best['trial']}: score" in result.stdout and "model folder:" in result.stdout
     trial_log = (out / "trials" / best["trial"] / "logs" / "workerpool0-0.log").read_text()
     assert f"trial {best['trial']} args ['--x=0.3', '--units=3', '--opt=adam']" in trial_log
+    # Continuing this tuning run is explicit: --resume-from names its folder as the trials' base.
+    template = str(tuning_template(GRID, args=["--x=0.3"]))
+    plan = _run(template, "--plan", "--resume-from", str(out), cwd=workdir)
+    assert plan.returncode == 0, plan.stderr
+    base = json.loads(plan.stdout)["hyperparameterTuningJob"]["trialJobSpec"]["baseOutputDirectory"]
+    assert base["outputUriPrefix"].endswith(f"/tune-test/{summary['job_id']}")
 
 
 def test_failing_trials_count_against_max_failed_trial_count(

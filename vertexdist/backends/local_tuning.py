@@ -5,12 +5,13 @@ and loop the emulator uses (`vertexdist.tuning`), each trial a local job.
 and reads it back through the wire reader; `schedule(request)` starts the study in a thread and returns its
 run. The run folder keeps `request.json` (the body, secrets masked), `trials/<id>/` (each trial's job
 folder: logs, replicas, its cloudml-hypertune files), `gcs/` (gs:// paths: each trial's model is under
-`<base output>/<trial id>/model/`) and, once done, `summary.json` with every trial and the best one.
+`<base output>/<job id>/<trial id>/model/`, the job's own folder as for every job) and, once done,
+`summary.json` with every trial and the best one; all for the user only (0600 files, 0700 folders).
+`--resume-from RUN` continues an earlier run's folder (`vertexdist.local.resume`).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,10 @@ from typing import Any
 
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
+from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.local.template_job import LocalOptions, make_run_dir, new_job_id
-from vertexdist.render import mask_secrets
+from vertexdist.private_files import write_private_json
+from vertexdist.render import mask_secrets, with_job_folder
 from vertexdist.spec.models import JobTemplate
 from vertexdist.tuning.driver import TuningRun
 from vertexdist.tuning.local_launcher import LocalTrialLauncher
@@ -58,19 +61,25 @@ def prepare_tuning_request(
         raise UsageError(
             "--docker does not run tuning templates yet", hint="drop --docker: the trials run on the host"
         )
+    resumed: ResumedRun | None = None
+    if options.resume_from is not None:
+        resumed = find_run(options.resume_from, options.runs_dir)
     job_id = new_job_id()
     run_dir = (options.out or options.runs_dir / job_id).resolve()
     if scratch is None:
         make_run_dir(run_dir)
+        if resumed is not None:
+            link_gcs_root(run_dir, resumed)
     sdist = build_sdist(t.trainer, scratch or run_dir / "package")
     uri = package_uri(t.staging_bucket, sdist)
-    request = render_tuning_request(t, package_uri=uri)
+    rendered = render_tuning_request(t, package_uri=uri, resume_from=resumed.output_uri if resumed else None)
+    request = with_job_folder(rendered, job_id)
     job = parse_tuning_job(normalize_tuning_job(request["hyperparameterTuningJob"]))
     ctx = JobContext(
         job_id=job_id,
         project=t.project,
         region=t.location,
-        gcs_root=str(run_dir / "gcs"),
+        gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
         procs_per_replica=options.procs_per_replica,
     )
     return LocalTuningRequest(
@@ -133,12 +142,6 @@ def summary_of(request: LocalTuningRequest, run: TuningRun, launcher: LocalTrial
     }
 
 
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
-
-
 class LocalTuningBackend:
     """Runs tuning templates here; `seed` fixes random and bayesian suggestions (None: a fresh draw)."""
 
@@ -167,7 +170,7 @@ class LocalTuningBackend:
 
     def schedule(self, request: LocalTuningRequest) -> tuple[TuningRun, threading.Thread]:
         """Start the study in a thread; the thread writes `summary.json` when it ends."""
-        _write_json(request.run_dir / "request.json", mask_secrets(request.request))
+        write_private_json(request.run_dir / "request.json", mask_secrets(request.request))
         launcher = LocalTrialLauncher(
             request.job.trial_job_spec,
             request.ctx,
@@ -184,7 +187,7 @@ class LocalTuningBackend:
             try:
                 run.run()
             finally:
-                _write_json(request.run_dir / SUMMARY, summary_of(request, run, launcher))
+                write_private_json(request.run_dir / SUMMARY, summary_of(request, run, launcher))
 
         thread = threading.Thread(target=work, name="vertexdist-local-tuning", daemon=True)
         thread.start()

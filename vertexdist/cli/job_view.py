@@ -24,6 +24,9 @@ def status_lines(status: JobStatus) -> list[str]:
         if value:
             # A failed job's error carries its replica's last lines: keep them under the label.
             lines.append(f"  {label + ':':<13} {value}".replace("\n", "\n" + " " * 16))
+    outputs = (status.spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    if outputs:
+        lines.append(f"  {'outputs:':<13} {outputs}")
     pools = status.spec.get("workerPoolSpecs") or []
     for index, pool in enumerate(pools):
         if not pool:
@@ -69,7 +72,7 @@ def where_lines(status: JobStatus, name: str, *, on_vertex: bool) -> list[str]:
 
 
 def print_chunk(chunk: LogChunk, status: JobStatus, *, as_json: bool) -> None:
-    from vertexdist.backends.vertex.status import mask_text
+    from vertexdist.render import mask_text
 
     text = mask_text(chunk.text, status.secret_values)
     if as_json:

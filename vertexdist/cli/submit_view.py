@@ -105,21 +105,11 @@ def follow_job(backend: VertexBackend, name: str, *, follow_logs: bool) -> JobSt
         view.close()
 
 
-def submitted_where(submission: Submission, name: str, target: Target) -> list[str]:
-    """Where the new job's outputs and logs will be, and the commands that show them."""
-    from vertexdist.backends.outputs import output_uri
+def submitted_where(name: str, target: Target) -> list[str]:
+    """The commands that fetch the new job's outputs and show its logs, and its console page on Vertex."""
     from vertexdist.backends.vertex.status import console_url
 
-    lines = []
-    request = submission.request
-    spec = (request.get("trainingPipeline") or {}).get("trainingTaskInputs") or (
-        request.get("hyperparameterTuningJob") or {}
-    ).get("trialJobSpec")
-    uri = output_uri(spec or {})
-    if uri:
-        # A tuning job's trials each write under <folder>/<trial id>/.
-        lines.append(f"outputs: {uri}/  (vertexdist outputs {name} --download DIR)")
-    lines.append(f"logs: vertexdist logs {name} --follow")
+    lines = [f"  vertexdist outputs {name} --download DIR", f"logs: vertexdist logs {name} --follow"]
     link = console_url(name, target)
     if link:
         lines.append(f"console: {link}")

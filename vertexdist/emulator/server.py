@@ -28,6 +28,7 @@ from vertexdist.emulator.service import EmulatorService
 from vertexdist.emulator.store import JobStore
 from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
+from vertexdist.private_files import make_private_dir
 
 
 class DataDirInUse(VertexdistError):
@@ -78,7 +79,8 @@ class Emulator:
         self._temp = None if data_dir else Path(tempfile.mkdtemp(prefix="vertexdist-emulator-"))
         self.data_dir = Path(data_dir).resolve() if data_dir else self._temp
         assert self.data_dir is not None
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Jobs' specs (env values and all), logs and outputs: for the user only, like a run folder.
+        make_private_dir(self.data_dir)
         self._lock = _lock_data_dir(self.data_dir)
         service: EmulatorService | None = None
         self._local_runner: LocalBackendRunner | None = None

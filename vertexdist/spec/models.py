@@ -324,8 +324,10 @@ class JobTemplate(_Strict):
     base_output_dir: str | None = Field(
         default=None,
         description=(
-            "gs:// folder for outputs (AIP_MODEL_DIR etc. are under it). Default:"
-            " <staging_bucket>/vertexdist/output/<display_name>."
+            "gs:// folder under which each job gets its own output folder, <base_output_dir>/<job folder>"
+            " (AIP_MODEL_DIR, AIP_CHECKPOINT_DIR etc. are under that), so no job resumes another's"
+            " checkpoints. Default: <staging_bucket>/vertexdist/output/<display_name>. To continue an"
+            " earlier job in its folder, pass --resume-from JOB."
         ),
     )
     container_uri: str = Field(

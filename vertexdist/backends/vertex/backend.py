@@ -50,8 +50,13 @@ class VertexBackend:
         self.logs_source: LogSource = log_source or CloudLoggingSource(target)
 
     # --- submit -----------------------------------------------------------------------------------
-    def dryrun(self, template: JobTemplate, *, image_uri: str | None = None) -> Submission:
-        return build_submission(template, package_dir=self._package_dir, image_uri=image_uri)
+    def dryrun(
+        self, template: JobTemplate, *, image_uri: str | None = None, resume_from: str | None = None
+    ) -> Submission:
+        """The exact request; `resume_from` is the output folder of the earlier job it continues."""
+        return build_submission(
+            template, package_dir=self._package_dir, image_uri=image_uri, resume_from=resume_from
+        )
 
     def recent_duplicates(self, submission: Submission, within_s: float) -> list[JobStatus]:
         """Pipelines created from the very same request in the last `within_s` seconds."""
@@ -83,7 +88,11 @@ class VertexBackend:
 
     def schedule(self, request: Submission) -> str:
         """Create the TrainingPipeline (or HyperparameterTuningJob); a transient failure is retried without
-        ever creating two."""
+        ever creating two.
+
+        A request still naming the job-folder placeholder gets a fresh folder here (callers that show the
+        folder fill it in first with `Submission.for_new_job`)."""
+        request = request.for_new_job()
         started = time.time() - 5.0  # clock skew slack for matching a job the failed attempt may have made
 
         def already_created() -> str | None:

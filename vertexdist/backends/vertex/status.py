@@ -11,8 +11,10 @@ from typing import Any
 
 from vertexdist.backends.base import JobStatus
 from vertexdist.backends.config import Target, parse_job_name
-from vertexdist.render import MASK, is_secret_name, mask_secrets
+from vertexdist.render import mask_secrets, mask_text, secret_values
 from vertexdist.wire.proto_json import normalize_job_spec
+
+__all__ = ["console_url", "epoch", "mask_text", "status_of"]
 
 
 def _short_state(state: str) -> str:
@@ -26,23 +28,6 @@ def _camel_spec(inputs: Any) -> dict[str, Any]:
         return normalize_job_spec(inputs)
     except ValueError:
         return inputs
-
-
-def _secret_values(spec: dict[str, Any]) -> tuple[str, ...]:
-    values = []
-    for pool in spec.get("workerPoolSpecs") or []:
-        code = (pool or {}).get("pythonPackageSpec") or (pool or {}).get("containerSpec") or {}
-        for entry in code.get("env") or []:
-            if is_secret_name(str(entry.get("name", ""))) and entry.get("value"):
-                values.append(str(entry["value"]))
-    return tuple(dict.fromkeys(values))
-
-
-def mask_text(text: str, secrets: tuple[str, ...]) -> str:
-    """Log text with every secret value replaced (longest first, so overlapping values stay hidden)."""
-    for value in sorted(secrets, key=len, reverse=True):
-        text = text.replace(value, MASK)
-    return text
 
 
 def epoch(stamp: str) -> float:
@@ -74,7 +59,7 @@ def status_of(resource: Any, target: Target) -> JobStatus:
     else:
         spec = data.get("jobSpec") or data.get("trialJobSpec") or {}
     error = data.get("error") or {}
-    secrets = _secret_values(spec)
+    secrets = secret_values(spec)
     # Vertex (and the emulator) put the failing replica's last log lines in the message.
     message = mask_text(str(error["message"]), secrets) if error.get("message") else None
     return JobStatus(
