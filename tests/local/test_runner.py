@@ -103,12 +103,16 @@ def test_timeout_fails_the_job_and_sigkills_what_ignores_sigterm(
     tmp_path: Path, record_dir: Path, kit: Any
 ) -> None:
     spec = kit.standin_spec(
-        record_dir, workers=1, extra=["--sleep", "60", "--spawn", "1", "--ignore-sigterm"], timeout="2s"
+        record_dir, workers=1, extra=["--sleep", "60", "--spawn", "1", "--ignore-sigterm"], timeout="4s"
     )
     result = _start(spec, tmp_path / "run").wait(30)
     assert result.state is JobState.FAILED and result.error.code == CODE_DEADLINE_EXCEEDED
-    assert "timeout of 2s" in result.error.message
-    assert {r.exit_code for r in result.replicas} == {-9}
+    assert "timeout of 4s" in result.error.message
+    # A stand-in records itself once it ignores SIGTERM; on a loaded machine one may not have got that far
+    # before the timeout, and then SIGTERM rightly ends it.
+    ignoring = set(kit.records(record_dir))
+    assert ignoring, "no replica got to ignoring SIGTERM; the test proves nothing"
+    assert {r.exit_code for r in result.replicas if r.name in ignoring} == {-9}
     kit.assert_no_orphans(kit.records(record_dir))
 
 
