@@ -57,7 +57,7 @@ def aiplatform(emu: Emulator) -> Any:
 
 
 def _logs(emu: Emulator, name: str) -> str:
-    return "".join(chunk["text"] for chunk in emu.service.logs(name, {})["logs"])
+    return "".join(path.read_text() for path in emu.service.log_files(name).values())
 
 
 def _command_job(aiplatform: Any, name: str, code: str) -> Any:

@@ -185,7 +185,10 @@ def test_job_commands_report_state_and_exit_codes(emu: Emulator, cli: Any, write
     code, out, _ = cli("status", failed_name, "--json")
     assert code == 1 and json.loads(out)["state"] == "FAILED"
     code, out, _ = cli("logs", failed_name, "--json")
-    assert {"replica": "workerpool0-0", "line": "bad data"} in [json.loads(line) for line in out.splitlines()]
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert {("workerpool0-0", "bad data", "INFO")} <= {
+        (j["replica"], j["line"], j["severity"]) for j in lines
+    }
 
     sleeper = write_template(SLEEPER, name="long-job")
     emu.service.hold_get_s = 0

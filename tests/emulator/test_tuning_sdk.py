@@ -85,7 +85,7 @@ def hpt_job(aiplatform: Any, name: str, *args: str, **options: Any) -> Any:
 
 
 def replica_log(emu: Emulator, custom_job: str) -> str:
-    return "".join(c["text"] for c in emu.service.logs(custom_job, {})["logs"])
+    return "".join(path.read_text() for path in emu.service.log_files(custom_job).values())
 
 
 def test_run_tunes_and_every_trial_reads_back(aiplatform: Any, tuning_emulator: Emulator) -> None:

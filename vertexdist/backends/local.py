@@ -18,9 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vertexdist.backends.base import JobStatus, LogChunk, LogsPage
+from vertexdist.backends.base import JobStatus, LogQuery, LogsPage
+from vertexdist.backends.local_logs import LocalLogs
+from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import VertexdistError
-from vertexdist.local.logs import read_pages
 from vertexdist.local.request import LocalRequest
 from vertexdist.local.resume import local_path
 from vertexdist.local.runner import JobEvent, JobResult, LocalJob
@@ -85,6 +86,7 @@ class LocalBackend:
         self._timeout_s = timeout_s
         self._jobs: dict[str, tuple[LocalRequest, LocalJob]] = {}
         self._lock = threading.Lock()
+        self._logs = LocalLogs()
 
     # --- submit -----------------------------------------------------------------------------------
     def dryrun(self, template: JobTemplate, *, scratch: Path | None = None) -> LocalRequest:
@@ -172,9 +174,12 @@ class LocalBackend:
                 error=error.message if error else None,
                 spec=mask_secrets(dict(request.job.raw)),
             )
-        summary = self.summary(name)
         spec_path = self.run_dir(name) / "job.json"
         spec = json.loads(spec_path.read_text()) if spec_path.is_file() else {}
+        if spec and not (self.run_dir(name) / SUMMARY).is_file():
+            # Started by a local-run in another process, which writes the summary when the job ends.
+            return JobStatus(name=name, display_name="", state="RUNNING", spec=mask_secrets(spec))
+        summary = self.summary(name)
         return JobStatus(
             name=name,
             display_name=str(summary.get("display_name", "")),
@@ -195,13 +200,19 @@ class LocalBackend:
     def cancel(self, name: str) -> None:
         self.job(name).cancel()
 
-    def logs(self, name: str, offsets: dict[str, int] | None = None) -> LogsPage:
+    def outputs(self, name: str) -> FolderOutputs:
+        """The job's output folder in its run folder (`gcs/` holds what its replicas wrote to gs://)."""
+        return FolderOutputs(require_output_uri(name, self.describe(name).spec), self.run_dir(name) / "gcs")
+
+    def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage:
+        """The job's replica log lines after `cursor` in time order (stdout INFO, stderr ERROR)."""
         with self._lock:
             found = self._jobs.get(name)
         if found is not None:
-            files = found[1].log_paths()
+            files, final = found[1].log_paths(), found[1].done
         else:
-            folder = self.run_dir(name) / "logs"
+            run_dir = self.run_dir(name)
+            folder = run_dir / "logs"
             files = {p.stem: p for p in folder.glob("workerpool*.log")} if folder.is_dir() else {}
-        pages = read_pages(files, offsets or {})
-        return LogsPage(chunks=[LogChunk(p.replica, p.text, p.next_offset) for p in pages])
+            final = (run_dir / SUMMARY).is_file()
+        return self._logs.page(files, cursor, query, final=final)

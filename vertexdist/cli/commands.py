@@ -11,6 +11,7 @@ from vertexdist.cli import (
     jobs,
     local_run,
     machines,
+    outputs,
     render,
     schema,
     submit,
@@ -29,5 +30,6 @@ MODULES: list[ModuleType] = [
     submit,
     jobs,
     trials,
+    outputs,
     emulator,
 ]

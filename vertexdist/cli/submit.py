@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from vertexdist.cli.resume import ResumeFrom
-from vertexdist.cli.submit_view import confirm_duplicate, follow_job, upload
+from vertexdist.cli.submit_view import confirm_duplicate, follow_job, submitted_where, upload
 from vertexdist.cli.targets import Endpoint, Location, Project, Transport, vertex_backend
 from vertexdist.errors import JobFailedError, UsageError
 
@@ -194,6 +194,9 @@ def _submit(
     typer.echo(name)
     resumed = " (the earlier job's folder, resumed)" if resume_from else ""
     typer.echo(f"outputs: {submission.output_dir}{resumed}", err=True)
+    if not in_process:  # an in-process emulator's jobs are read where it said, after it stopped
+        for line in submitted_where(name, target):
+            typer.echo(line, err=True)
     if detach:
         typer.echo(f"follow it: vertexdist status {name}", err=True)
         return

@@ -5,7 +5,8 @@ Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{
 hyperparameterTuningJobs (these also `DELETE /v1/{name}`; `tuning_api` serves them), `/v1beta1/` alike.
 Errors are `{"error": {code, message, status}}`, which the client maps to google.api_core exceptions.
 `$alt=json;enum-encoding=int` asks for enums as numbers.
-Emulator-only extensions live under `/vertexdist/` (replica logs, fault plan).
+Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging_api`). Emulator-only
+extensions live under `/vertexdist/` (the fault plan).
 Bodies are read as Google's front end reads them (`http_body`: 411, 400, 413, bounded memory), before
 routing, and the fields the emulator reads are type-checked (`shapes`): bad input is a 4xx, never a 500.
 """
@@ -22,9 +23,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from vertexdist.emulator import tuning_api
+from vertexdist.emulator import logging_api, tuning_api
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
+from vertexdist.emulator.log_entries import JobEntries
 from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.emulator.tuning_service import TuningService
@@ -38,11 +40,6 @@ _RESOURCE = re.compile(
     r"(?:/([^/:]+))?(:cancel)?$"
 )
 _LINGER_S = 2.0
-_OFFSET = re.compile(r"^[0-9]{1,18}$")
-_LOGS = re.compile(
-    r"^/vertexdist/v1/(projects/[^/]+/locations/[^/]+/"
-    r"(?:customJobs|trainingPipelines|hyperparameterTuningJobs)/[^/]+)/logs$"
-)
 
 
 def _public(resource: dict[str, Any], as_int: bool) -> dict[str, Any]:
@@ -142,6 +139,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         as_int = "enum-encoding=int" in query.get("$alt", "")
         try:
+            if path == logging_api.PATH and verb == "POST":
+                self._send(HTTPStatus.OK, self.server.logging.entries_list(self._body()))
+                return
             if path.startswith("/vertexdist/"):
                 self._extension(verb, path, query)
                 return
@@ -232,21 +232,6 @@ class _Handler(BaseHTTPRequestHandler):
         return out
 
     def _extension(self, verb: str, path: str, query: dict[str, str]) -> None:
-        match = _LOGS.match(path)
-        if verb == "GET" and match:
-            offsets: dict[str, int] = {}
-            for key, value in query.items():
-                if key.startswith("offset."):
-                    if not _OFFSET.match(value):
-                        raise ApiError.invalid(f"{key} {value[:40]!r} is not a byte offset")
-                    offsets[key.removeprefix("offset.")] = int(value)
-            name = match.group(1)
-            tuning = self.server.tuning
-            source = (
-                tuning if tuning is not None and "/hyperparameterTuningJobs/" in name else self.server.service
-            )
-            self._send(HTTPStatus.OK, source.logs(name, offsets))
-            return
         if path == "/vertexdist/v1/faults" and verb == "POST":
             try:
                 fault = Fault.from_body(self._body())
@@ -282,6 +267,7 @@ class VertexHTTPServer(ThreadingHTTPServer):
                 hint="pick another --port, or 0 for any free port",
             ) from None
         self.service = service
+        self.logging = logging_api.LoggingApi(JobEntries(service))
         self.tuning = tuning
         self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
         self.faults = FaultPlan()

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 from vertexdist.emulator.execution import JobRunner
 from vertexdist.emulator.faults import FaultPlan
@@ -22,6 +22,7 @@ from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.local_runner import LocalBackendRunner
 from vertexdist.emulator.models import ModelRegistry
 from vertexdist.emulator.operations import Operations
+from vertexdist.emulator.output_sync import publish_outputs
 from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import EmulatorService
 from vertexdist.emulator.store import JobStore
@@ -95,7 +96,12 @@ class Emulator:
                 )
             self.store = JobStore(self.data_dir if data_dir else None)
             service = EmulatorService(
-                self.store, runner, work_dir=self.data_dir, fetch_package=self._fetch, hold_get_s=hold_get_s
+                self.store,
+                runner,
+                work_dir=self.data_dir,
+                fetch_package=self._fetch,
+                hold_get_s=hold_get_s,
+                publish_outputs=self._publish,
             )
             self.service = service
             self.tuning = TuningService(service, work_dir=self.data_dir)
@@ -114,6 +120,10 @@ class Emulator:
     def _fetch(self, uri: str, folder: Path) -> Path:
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
         return self.storage.download(uri, folder / key / uri.rsplit("/", 1)[-1])
+
+    def _publish(self, spec: dict[str, Any]) -> list[str]:
+        assert self.data_dir is not None
+        return publish_outputs(self.storage, self.data_dir / "gcs", spec)
 
     def _publish_artifacts(self, uri: str) -> int:
         """What replicas wrote under gs://B/p through the local folder (VERTEXDIST_GCS_ROOT), uploaded to

@@ -171,20 +171,6 @@ class TuningService:
         if run is not None:
             run.cancel()
 
-    def logs(self, name: str, offsets: dict[str, int]) -> dict[str, Any]:
-        """Every trial's replica logs, each replica named `trial-ID/workerpoolP-I`."""
-        found = self._found(name)
-        chunks = []
-        for trial in found.get("trials") or []:
-            job = trial.get("customJob")
-            if not job:
-                continue
-            prefix = f"trial-{trial['id']}/"
-            mine = {k.removeprefix(prefix): v for k, v in offsets.items() if k.startswith(prefix)}
-            for chunk in self.jobs.logs(job, mine)["logs"]:
-                chunks.append({**chunk, "replica": prefix + chunk["replica"]})
-        return {"job": name, "state": found.get("state"), "logs": chunks}
-
     def close(self, grace_s: float = _STOP_GRACE_S) -> None:
         """Stop every study's loop and its trials; running jobs stay as they are in the store (a restart
         marks them FAILED, as for CustomJobs)."""

@@ -7,6 +7,8 @@
   get `settle_s` to exit after the chief, then are stopped. The first replica that fails fails the job and
   every other replica is stopped. With `restartJobOnWorkerRestart` the whole job is
   restarted instead, up to `max_restarts` times, with the same cluster (as Vertex keeps host names).
+- Each replica's stdout and stderr go to its one log file: stdout directly, stderr through a `LogCapture`,
+  which notes which bytes are whose and when (Vertex logs stderr as ERROR; `local.log_capture`).
 - Blame: a failure usually takes its peers down within milliseconds (gloo's "Connection closed by peer"),
   and their exits can be reported in any order. So each exit is timestamped where it is reaped, and once a
   failure is seen the runner waits `BLAME_WINDOW_S` (up to `CAUSE_WAIT_S` while every failure seen only
@@ -38,6 +40,7 @@ from pathlib import Path
 from vertexdist.errors import VertexdistError
 from vertexdist.local.blame import RESTART_MARK, Failure, first_failure, needs_cause
 from vertexdist.local.environment import child_environment
+from vertexdist.local.log_capture import LogCapture
 from vertexdist.local.logs import last_lines
 from vertexdist.local.plan import LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
@@ -48,6 +51,8 @@ DEFAULT_GRACE_S = 5.0
 # After the chief succeeds, how long the other training replicas get to exit on their own before the job
 # (already a success) stops them; DDP workers normally finish within a second of the chief.
 DEFAULT_SETTLE_S = 10.0
+# How long a replica's exit waits for the rest of its output to reach the log.
+LOG_DRAIN_S = 1.0
 # How long after a failure the runner waits for the other exits of the same moment before it names the
 # first and stops the rest: peers that lose a connection exit within milliseconds, their reports in any order.
 BLAME_WINDOW_S = 0.5
@@ -397,9 +402,9 @@ class LocalJob:
         assert self._watchdog is not None
         env = child_environment(self._base_env, {**launch.env, TOKEN_VARIABLE: self._watchdog.token})
         with open(open_private(launch.log_path, os.O_WRONLY | os.O_APPEND), "ab") as log:
+            capture = LogCapture(launch.log_path)  # stderr told apart from stdout: see local.log_capture
             if attempt:
-                log.write(f"{RESTART_MARK} {attempt} -----\n".encode())
-                log.flush()
+                capture.note(f"{RESTART_MARK} {attempt} -----")
             try:
                 proc = subprocess.Popen(
                     list(launch.argv),
@@ -407,20 +412,25 @@ class LocalJob:
                     cwd=launch.cwd,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
-                    stderr=subprocess.STDOUT,
+                    stderr=capture.stderr,
                     start_new_session=True,
                 )
             except OSError as exc:
+                capture.abandon()
                 log.write(f"vertexdist: cannot start {launch.argv[0]}: {exc}\n".encode())
                 running = _Running(launch, None, exit_code=127, exited_at=time.monotonic())
                 events.put(launch.name)
                 return running
+            capture.start(launch.name)
         self._watchdog.add_group(proc.pid)
         running = _Running(launch, proc, pgid=proc.pid)
 
         def wait_for_exit() -> None:
             proc.wait()
             running.exited_at = time.monotonic()  # before the report: the queue orders the two
+            # Its last lines (a traceback) are in the log before its exit is reported; workers it left
+            # holding the pipes do not hold the report up for long.
+            capture.wait(LOG_DRAIN_S)
             events.put(launch.name)
 
         threading.Thread(target=wait_for_exit, name=f"wait-{launch.name}", daemon=True).start()

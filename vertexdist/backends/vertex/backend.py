@@ -2,7 +2,7 @@
 
 Uses the low-level GAPIC clients (`clients.Clients`) with an explicit endpoint, transport and credentials;
 every call goes through one retry policy (`retry.Caller`). Calls are non-blocking; callers poll `describe`
-at their own pace, not the SDK's 5 s. Logs come from the `LogSource` it is given (`logs`).
+at their own pace, not the SDK's 5 s. Logs come from Cloud Logging, or the `LogSource` it is given (`logs`).
 """
 
 from __future__ import annotations
@@ -13,15 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vertexdist.backends.base import JobStatus, LogsPage
+from vertexdist.backends.base import JobStatus, LogQuery, LogsPage
 from vertexdist.backends.config import Target
+from vertexdist.backends.outputs import require_output_uri
 from vertexdist.backends.vertex.clients import Clients
-from vertexdist.backends.vertex.logs import ConsoleLogLinks, LogSource
+from vertexdist.backends.vertex.cloud_logging import CloudLoggingSource
+from vertexdist.backends.vertex.logs import LogSource
+from vertexdist.backends.vertex.outputs import GcsOutputs
 from vertexdist.backends.vertex.request import REQUEST_HASH_LABEL, Submission, build_submission
 from vertexdist.backends.vertex.retry import Caller, RetryPolicy
 from vertexdist.backends.vertex.status import epoch, status_of
 from vertexdist.backends.vertex.tuning_status import TuningStatus, tuning_status_of
 from vertexdist.backends.vertex.upload import ProgressFn, upload_package
+from vertexdist.errors import UsageError
 from vertexdist.spec.models import JobTemplate
 
 DEFAULT_PACKAGE_DIR = Path(".vertexdist/cache/sdist")
@@ -43,7 +47,7 @@ class VertexBackend:
         self._package_dir = Path(package_dir)
         self.clients = clients or Clients(target)
         self._call = Caller(target, retry, sleep)
-        self._logs = log_source or ConsoleLogLinks()
+        self.logs_source: LogSource = log_source or CloudLoggingSource(target)
 
     # --- submit -----------------------------------------------------------------------------------
     def dryrun(
@@ -197,9 +201,20 @@ class VertexBackend:
                 lambda: self.clients.pipelines.cancel_training_pipeline(name=name, timeout=CALL_TIMEOUT_S),
             )
 
-    def logs(self, name: str, offsets: dict[str, int] | None = None) -> LogsPage:
-        """Replica log text since `offsets` from the log source, or where the logs can be read."""
+    def outputs(self, name: str) -> GcsOutputs:
+        """The job's output folder in Cloud Storage (the emulator's storage for an emulator job)."""
+        uri = require_output_uri(name, self.describe(name).spec)
+        if self.target.is_emulator and not self.target.storage_endpoint:
+            raise UsageError(
+                "an emulator job's outputs are in the emulator's Cloud Storage, and STORAGE_EMULATOR_HOST"
+                " is not set",
+                hint="set it to what `vertexdist emulator start` printed",
+            )
+        return GcsOutputs(uri, self.clients.storage, self._call)
+
+    def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage:
+        """Replica log lines after `cursor`, from Cloud Logging (or the source the backend was given)."""
         return self._call(
             f"reading the logs of {name}",
-            lambda: self._logs.read(name, offsets or {}, lambda: self.describe(name)),
+            lambda: self.logs_source.read(name, cursor, query or LogQuery(), lambda: self.describe(name)),
         )
