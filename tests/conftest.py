@@ -102,12 +102,21 @@ class ExampleChecks:
     )
     HOLDS = re.compile(r"holds (\d+) of (\d+) parameters, full parameters sha256 (\w+)")
 
+    RESTART = "----- vertexdist: job restart"
+
+    @classmethod
+    def last_attempt(cls, log: Path) -> list[str]:
+        """The lines of the job's last attempt: a whole-job restart (restart_job_on_worker_restart, which
+        the examples set) reruns every rank, and only the attempt that succeeded is the job's result."""
+        text = log.read_text()
+        return text[text.rfind(cls.RESTART) :].splitlines() if cls.RESTART in text else text.splitlines()
+
     @classmethod
     def done_lines(cls, logs: Sequence[Path]) -> list[dict[str, str]]:
         """Every rank's last line, with the replica whose log it is in."""
         found = []
         for log in logs:
-            for line in log.read_text().splitlines():
+            for line in cls.last_attempt(log):
                 match = cls.DONE.match(line)
                 if match:
                     found.append({**match.groupdict(), "replica": log.stem})
@@ -130,7 +139,7 @@ class ExampleChecks:
         cls.check_ranks(ranks)
         assert len({r["rest"] for r in ranks}) == 1, "the ranks ended with different parameters"
         assert [p.name for p in gcs_root.rglob("*.pt")] == ["model.pt"]
-        lines = [line for log in logs for line in log.read_text().splitlines()]
+        lines = [line for log in logs for line in cls.last_attempt(log)]
         assert len([line for line in lines if line.startswith("Saved the model")]) == 1
 
     @classmethod
@@ -152,3 +161,58 @@ class ExampleChecks:
 @pytest.fixture
 def examples() -> type[ExampleChecks]:
     return ExampleChecks
+
+
+def _wheel(out_dir: Path, name: str, version: str, files: Mapping[str, str]) -> Path:
+    """A minimal pure-Python wheel, written by hand (no build backend, no network)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    members = dict(files)
+    members[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    members[f"{info}/WHEEL"] = (
+        "Wheel-Version: 1.0\nGenerator: vertexdist-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    record = []
+    for rel, text in members.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{rel},sha256={digest},{len(text.encode())}")
+    members[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    path = out_dir / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for rel, text in members.items():
+            archive.writestr(rel, text)
+    return path
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with one tiny requirement, `vdreqdemo` (VALUE = 42), for offline pip (`--find-links`)."""
+    folder = tmp_path_factory.mktemp("wheelhouse")
+    _wheel(folder, "vdreqdemo", "1.0", {"vdreqdemo/__init__.py": "VALUE = 42\n"})
+    return folder
+
+
+@pytest.fixture
+def offline_pip(wheelhouse: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pip in jobs started from this process installs from `wheelhouse` only, and builds sdists with the
+    setuptools already here (no build isolation, which would fetch setuptools from an index)."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheelhouse))
+    monkeypatch.setenv("PIP_NO_BUILD_ISOLATION", "0")
+    return wheelhouse
+
+
+@pytest.fixture(scope="session")
+def pip_freeze() -> Callable[[], str]:
+    """`pip freeze --all` of the interpreter vertexdist runs in: a job that changes it changed the host."""
+    import subprocess
+    import sys
+
+    def freeze() -> str:
+        argv = [sys.executable, "-m", "pip", "freeze", "--all"]
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+    return freeze

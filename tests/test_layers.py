@@ -22,6 +22,7 @@ PURE_FILES = (
     "vertexdist/render.py",
     "vertexdist/wire/probe.py",
     "vertexdist/estimate/probe.py",
+    "vertexdist/render_tuning.py",
 )
 BANNED = ("google.cloud.aiplatform", "google.cloud.storage", "torch", "rich.console", "ray")
 
@@ -101,6 +102,21 @@ WALLS: dict[str, tuple[str, ...]] = {
     "trainer_pkg/": ("vertexdist",),
     # Shipped with every job and run where vertexdist is not installed.
     "vertexdist/shipped/": ("vertexdist",),
+    "vertexdist/render_tuning.py": (
+        "vertexdist.backends",
+        "vertexdist.local",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+        "vertexdist.tuning",
+    ),
+    "vertexdist/backends/local_tuning.py": ("vertexdist.backends.vertex", "vertexdist.emulator"),
+    # The tuning study is shared by local-run and the emulator: it knows neither, nor any backend; its pure
+    # parts (all but the loop and the local launcher) do not start processes either.
+    "vertexdist/tuning/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli"),
+    **{
+        f"vertexdist/tuning/{pure}.py": ("vertexdist.local", "vertexdist.backends", "vertexdist.emulator")
+        for pure in ("space", "search", "stopping", "hypertune", "study", "trials", "driver")
+    },
 }
 
 

@@ -14,6 +14,7 @@ from trainer_pkg.errors import TrainerError
 
 GCS_ROOT_VARIABLE = "VERTEXDIST_GCS_ROOT"
 DEFAULT_GCS_ROOT = "/gcs"  # where Vertex mounts every bucket the job can read
+HP_METRICS = ("val_accuracy", "val_loss")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class TrainConfig:
     device: str = "auto"
     model_dir: str = "outputs/model"
     checkpoint_dir: str = "outputs/checkpoints"
+    hp_metric_tag: str = ""  # report the validation metric under this tag (a tuning trial's objective)
+    hp_metric: str = "val_accuracy"
+    val_data: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -117,6 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--checkpoint-dir", default=None, help="default: $AIP_CHECKPOINT_DIR, else outputs/checkpoints"
     )
+    parser.add_argument(
+        "--hp-metric-tag",
+        default=d.hp_metric_tag,
+        help="report the validation metric under this tag each epoch (cloudml-hypertune file), for tuning",
+    )
+    parser.add_argument("--hp-metric", choices=HP_METRICS, default=d.hp_metric, help="what to report")
+    parser.add_argument(
+        "--val-data", default=d.val_data, help="validation CSV (default: fresh synthetic rows for synthetic)"
+    )
     return parser
 
 
@@ -141,5 +154,10 @@ def parse_config(
         device=args.device,
         model_dir=args.model_dir or env.get("AIP_MODEL_DIR") or TrainConfig.model_dir,
         checkpoint_dir=args.checkpoint_dir or env.get("AIP_CHECKPOINT_DIR") or TrainConfig.checkpoint_dir,
+        hp_metric_tag=args.hp_metric_tag,
+        hp_metric=args.hp_metric,
+        val_data=args.val_data,
     )
+    if config.hp_metric_tag and config.data != "synthetic" and not config.val_data:
+        raise TrainerError("--hp-metric-tag with CSV --data needs --val-data, the rows to score trials on")
     return config, args.nproc_per_node

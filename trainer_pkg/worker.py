@@ -31,8 +31,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainer_pkg import checkpoint
 from trainer_pkg.config import TrainConfig, local_path
-from trainer_pkg.data import Dataset, EpochShard, feature_scaling, load_dataset
+from trainer_pkg.data import Dataset, EpochShard, feature_scaling, load_dataset, load_validation
 from trainer_pkg.errors import TrainerError, is_lost_peer
+from trainer_pkg.hypertune import MetricReporter
 from trainer_pkg.model import build_model
 
 CONFIG_VARIABLE = "TRAINER_PKG_CONFIG"
@@ -238,6 +239,13 @@ class Worker:
             self.dataset.feature_names,
         )
         _settle_buckets(self.ddp, self.optimizer, self.on_device.features[:1])
+        self.validation: Dataset | None = None
+        if self.is_chief and config.hp_metric_tag:
+            held_out = load_validation(config)
+            self.validation = Dataset(
+                held_out.features.to(self.device), held_out.labels.to(self.device), held_out.feature_names
+            )
+            self.reporter = MetricReporter(os.environ)
 
     def _train(self) -> None:
         config, place, progress = self.config, self.place, self.progress
@@ -250,6 +258,7 @@ class Worker:
             epoch_start, start = time.perf_counter(), progress.position
             self._train_epoch()
             self._end_epoch(time.perf_counter() - epoch_start, len(self.dataset) - start)
+            self._report_tuning_metric()
             self._checkpoint()
             self._stop_if_asked()
         spread = self._parameter_spread()
@@ -294,6 +303,22 @@ class Worker:
                 self._checkpoint()
             if progress.global_step % STOP_CHECK_STEPS == 0:
                 self._stop_if_asked()
+
+    def _report_tuning_metric(self) -> None:
+        """Score the model on the validation rows and report it for the tuning service (epoch = step)."""
+        if self.validation is None:
+            return
+        with torch.no_grad():
+            logits = self.model(self.validation.features)
+            labels = self.validation.labels
+            if self.config.hp_metric == "val_loss":
+                value = float(F.binary_cross_entropy_with_logits(logits, labels))
+            else:
+                value = float(((logits > 0).float() == labels).float().mean())
+        self.reporter.report(self.config.hp_metric_tag, value, global_step=self.progress.epoch)
+        self._say(
+            f"epoch {self.progress.epoch}  {self.config.hp_metric_tag} {value:.4f} (reported for tuning)"
+        )
 
     def _parameter_spread(self) -> float:
         """Largest difference of any parameter between ranks: DDP keeps them equal; anything else is a bug."""

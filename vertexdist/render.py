@@ -7,6 +7,16 @@ One deliberate difference from the SDK: the reduction pool always gets the reduc
 explicit machine type (the SDK sends `machine_type: null` and runs the training package there by default).
 With a launcher other than `python`, the training pools run the shipped `vertexdist_launcher` (inside the
 package or the image) with the launcher's arguments, `--`, then the user's module and its args.
+
+Output folders: every job gets its own, `<base>/<job folder>`, as the SDK's default does (a timestamped
+folder per run), so no job resumes from another's checkpoints. `<base>` is the template's `base_output_dir`,
+else `<staging_bucket>/vertexdist/output/<display name>`. A render is a pure function of the template, so
+the job folder is the placeholder `JOB_FOLDER` here; whoever starts a job fills it in (`with_job_folder`):
+submit with a fresh UTC-time-and-random name, local-run with its job id. The `vertexdist-request` hash is
+taken with the placeholder in place, before the folder is filled in, so two submits of one template still
+carry the same hash and the second is caught as a duplicate. Continuing an earlier job is explicit:
+`resume_from` (that job's own output folder) replaces `<base>/<job folder>` and is part of the hash.
+A tuning job's folder is its trials' base (Vertex puts each trial under `<folder>/<trial id>/`).
 """
 
 from __future__ import annotations
@@ -23,8 +33,12 @@ from vertexdist.spec.durations import format_duration
 from vertexdist.spec.models import BUNDLED_TRAINER, SCRIPT_PACKAGE, JobTemplate
 
 REQUEST_HASH_LABEL = "vertexdist-request"
+# The resource a request body creates, by its key in the body (the one that carries the hash label).
+REQUEST_RESOURCES = ("trainingPipeline", "hyperparameterTuningJob")
 TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
 PENDING = "<pending>"
+# Stands for the per-job output folder until a job is started (see the module docstring).
+JOB_FOLDER = "<job-folder>"
 # The SDK's reduction pool disk (worker_spec_utils._WorkerPoolSpec defaults).
 REDUCTION_SERVER_DISK = {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}
 MASK = "********"
@@ -32,9 +46,50 @@ _SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE
 
 
 def default_base_output_dir(t: JobTemplate) -> str:
-    """Outputs when the template names no base_output_dir: stable per display name, so reruns resume."""
+    """The base of a template's job folders when it names no base_output_dir: one per display name."""
     folder = re.sub(r"[^A-Za-z0-9._-]+", "-", t.display_name).strip("-") or "job"
     return f"{t.staging_bucket.rstrip('/')}/vertexdist/output/{folder}"
+
+
+def job_output_dir(t: JobTemplate, *, job_folder: str = JOB_FOLDER, resume_from: str | None = None) -> str:
+    """The job's own output folder: `<base>/<job_folder>`, or the earlier job's folder it resumes."""
+    if resume_from is not None:
+        return resume_from
+    base = (t.base_output_dir or default_base_output_dir(t)).rstrip("/")
+    return f"{base}/{job_folder}"
+
+
+def _job_spec_in(request: dict[str, Any]) -> dict[str, Any]:
+    """The CustomJobSpec a request carries (a pipeline's task inputs, a tuning job's trialJobSpec), or the
+    request itself when it is a CustomJobSpec."""
+    for resource, key in (
+        ("trainingPipeline", "trainingTaskInputs"),
+        ("hyperparameterTuningJob", "trialJobSpec"),
+    ):
+        spec = (request.get(resource) or {}).get(key)
+        if isinstance(spec, dict):
+            return spec
+    return request
+
+
+def with_job_folder(request: dict[str, Any], job_folder: str) -> dict[str, Any]:
+    """A copy of a rendered request (or CustomJobSpec) with its job-folder placeholder filled in.
+
+    A request that resumes an earlier job's folder has no placeholder and comes back unchanged. The
+    request-hash label is left as rendered, so it still matches every other submit of the template.
+    """
+    filled = copy.deepcopy(request)
+    output = _job_spec_in(filled).get("baseOutputDirectory") or {}
+    prefix = output.get("outputUriPrefix")
+    if isinstance(prefix, str) and prefix.endswith(f"/{JOB_FOLDER}"):
+        output["outputUriPrefix"] = prefix.removesuffix(JOB_FOLDER) + job_folder
+    return filled
+
+
+def output_dir_of(request: dict[str, Any]) -> str | None:
+    """The outputUriPrefix of a request or CustomJobSpec, if it has one."""
+    prefix = (_job_spec_in(request).get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    return prefix if isinstance(prefix, str) else None
 
 
 def placeholder_package_uri(t: JobTemplate) -> str:
@@ -151,12 +206,19 @@ def _scheduling(t: JobTemplate) -> dict[str, Any] | None:
 
 
 def render_job_spec(
-    t: JobTemplate, *, package_uri: str | None = None, image_uri: str | None = None
+    t: JobTemplate,
+    *,
+    package_uri: str | None = None,
+    image_uri: str | None = None,
+    job_folder: str = JOB_FOLDER,
+    resume_from: str | None = None,
 ) -> dict[str, Any]:
-    """The CustomJobSpec in proto-JSON camelCase; placeholders stand in for what is not built yet."""
+    """The CustomJobSpec in proto-JSON camelCase; placeholders stand in for what is not built or not
+    started yet (the package digest, the image, the job's own output folder)."""
+    output = job_output_dir(t, job_folder=job_folder, resume_from=resume_from)
     spec: dict[str, Any] = {
         "workerPoolSpecs": render_worker_pools(t, package_uri=package_uri, image_uri=image_uri),
-        "baseOutputDirectory": {"outputUriPrefix": t.base_output_dir or default_base_output_dir(t)},
+        "baseOutputDirectory": {"outputUriPrefix": output},
     }
     scheduling = _scheduling(t)
     if scheduling is not None:
@@ -173,20 +235,32 @@ def render_job_spec(
 
 
 def render_request(
-    t: JobTemplate, *, package_uri: str | None = None, image_uri: str | None = None
+    t: JobTemplate,
+    *,
+    package_uri: str | None = None,
+    image_uri: str | None = None,
+    resume_from: str | None = None,
 ) -> dict[str, Any]:
-    """The exact REST body of PipelineService.CreateTrainingPipeline, as `CustomTrainingJob.run()` makes.
+    """The exact REST body of PipelineService.CreateTrainingPipeline, as `CustomTrainingJob.run()` makes,
+    with the job-folder placeholder that submit fills in (`with_job_folder`) unless it resumes a folder.
 
     Its `vertexdist-request` label is a hash of the rest of the body, so the server can tell a second
-    submit of the very same request (a label filter) before it creates a duplicate.
+    submit of the very same request (a label filter) before it creates a duplicate. A template with a
+    `tuning:` section is a CreateHyperparameterTuningJob request instead (`render_tuning`).
     """
+    if t.tuning is not None:
+        from vertexdist.render_tuning import render_tuning_request
+
+        return render_tuning_request(t, package_uri=package_uri, image_uri=image_uri, resume_from=resume_from)
     labels: dict[str, str] = dict(t.labels)
     request: dict[str, Any] = {
         "parent": f"projects/{t.project}/locations/{t.location}",
         "trainingPipeline": {
             "displayName": t.display_name,
             "trainingTaskDefinition": TRAINING_TASK_DEFINITION,
-            "trainingTaskInputs": render_job_spec(t, package_uri=package_uri, image_uri=image_uri),
+            "trainingTaskInputs": render_job_spec(
+                t, package_uri=package_uri, image_uri=image_uri, resume_from=resume_from
+            ),
             "labels": labels,
         },
     }
@@ -195,15 +269,36 @@ def render_request(
 
 
 def request_hash(request: dict[str, Any]) -> str:
-    """A label-safe hash (lowercase hex, 16 chars) of a request, ignoring its own hash label."""
+    """A label-safe hash (lowercase hex, 16 chars) of a request, ignoring its own hash label; taken of the
+    rendered request, before its job folder is filled in."""
     body = copy.deepcopy(request)
-    body.get("trainingPipeline", {}).get("labels", {}).pop(REQUEST_HASH_LABEL, None)
+    for resource in (body.get(key) for key in REQUEST_RESOURCES):
+        if isinstance(resource, dict):
+            resource.get("labels", {}).pop(REQUEST_HASH_LABEL, None)
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
+
+
+def secret_values(spec: dict[str, Any]) -> tuple[str, ...]:
+    """The values of a CustomJobSpec's secret-looking env entries, to mask them in text (logs)."""
+    values = []
+    for pool in spec.get("workerPoolSpecs") or []:
+        code = (pool or {}).get("pythonPackageSpec") or (pool or {}).get("containerSpec") or {}
+        for entry in code.get("env") or []:
+            if is_secret_name(str(entry.get("name", ""))) and entry.get("value"):
+                values.append(str(entry["value"]))
+    return tuple(dict.fromkeys(values))
+
+
+def mask_text(text: str, secrets: tuple[str, ...]) -> str:
+    """Text with every secret value replaced (longest first, so overlapping values stay hidden)."""
+    for value in sorted(secrets, key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text
 
 
 def mask_secrets(obj: Any) -> Any:

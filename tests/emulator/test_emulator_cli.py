@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from vertexdist.local.procs import live_processes
+
 pytestmark = pytest.mark.integration
 
 
@@ -59,7 +61,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_killed_emulator_leaves_no_job_running(tmp_path: Path) -> None:
-    """SIGKILL the emulator mid-job: on restart the job is FAILED with the reason, its replicas gone."""
+    """SIGKILL the emulator and the job's watchdog mid-job: on restart the job is FAILED with the reason,
+    its replicas gone."""
     data = tmp_path / "data"
     proc = subprocess.Popen(
         [sys.executable, "-m", "vertexdist", "emulator", "start", "--data-dir", str(data)],
@@ -102,8 +105,18 @@ def test_a_killed_emulator_leaves_no_job_running(tmp_path: Path) -> None:
             saved = json.loads(record.read_text()) if record.exists() else {}
             if saved.get("state") == "JOB_STATE_RUNNING":
                 replica_pids = saved.get("_pids", [])
+        # The job's watchdog would stop the replicas within seconds (tests/local/test_supervisor_death.py);
+        # with it killed too, nothing does until the next emulator on this data folder starts.
+        watchdogs = [
+            p.pid
+            for p in live_processes()
+            if p.ppid == proc.pid and b"watchdog.py" in Path(f"/proc/{p.pid}/cmdline").read_bytes()
+        ]
+        assert len(watchdogs) == 1
+        os.kill(watchdogs[0], signal.SIGKILL)
         proc.kill()
         proc.wait(timeout=10)
+        time.sleep(0.5)
         assert all(_alive(pid) for pid in replica_pids)  # orphaned: nobody stopped them
 
         from vertexdist.emulator import Emulator

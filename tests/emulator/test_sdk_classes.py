@@ -51,7 +51,7 @@ def aiplatform(emu: Emulator) -> Any:
 
 
 def _replica_logs(emu: Emulator, name: str) -> dict[str, str]:
-    return {chunk["replica"]: chunk["text"] for chunk in emu.service.logs(name, {})["logs"]}
+    return {replica: path.read_text() for replica, path in emu.service.log_files(name).items()}
 
 
 def _one_replica_job(aiplatform: Any, display_name: str, image_uri: str, code: str) -> Any:

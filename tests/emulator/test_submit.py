@@ -10,6 +10,7 @@ import pytest
 
 from vertexdist.emulator import Emulator
 from vertexdist.emulator.faults import Fault
+from vertexdist.render import with_job_folder
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,13 @@ def test_submit_sends_exactly_the_dry_run_request(emu: Emulator, cli: Any, write
     name = out.splitlines()[0]
     received = emu.store.get(name)
     assert received is not None
-    sent = dry["trainingPipeline"]
+    # One field is filled in when the job is created: its own output folder, <job-folder> in the dry run.
+    output = received["trainingTaskInputs"]["baseOutputDirectory"]["outputUriPrefix"]
+    base, _, folder = output.rpartition("/")
+    dry_output = dry["trainingPipeline"]["trainingTaskInputs"]["baseOutputDirectory"]["outputUriPrefix"]
+    assert dry_output == f"{base}/<job-folder>" and folder and folder != "<job-folder>"
+    assert f"outputs: {output}" in err
+    sent = with_job_folder(dry, folder)["trainingPipeline"]
     assert name.startswith(dry["parent"] + "/trainingPipelines/")
     for field in sent:
         assert differences(sent[field], received[field], field) == []
@@ -178,7 +185,10 @@ def test_job_commands_report_state_and_exit_codes(emu: Emulator, cli: Any, write
     code, out, _ = cli("status", failed_name, "--json")
     assert code == 1 and json.loads(out)["state"] == "FAILED"
     code, out, _ = cli("logs", failed_name, "--json")
-    assert {"replica": "workerpool0-0", "line": "bad data"} in [json.loads(line) for line in out.splitlines()]
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert {("workerpool0-0", "bad data", "INFO")} <= {
+        (j["replica"], j["line"], j["severity"]) for j in lines
+    }
 
     sleeper = write_template(SLEEPER, name="long-job")
     emu.service.hold_get_s = 0

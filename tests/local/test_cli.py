@@ -150,11 +150,13 @@ def test_json_events_and_the_model_lands_in_the_run_folder(workdir: Path, tmp_pa
     job_states = [e["state"] for e in events if e["event"] == "job"]
     assert job_states[0] == "JOB_STATE_RUNNING" and job_states[-1] == "JOB_STATE_SUCCEEDED"
     assert events[-1]["event"] == "summary" and events[-1]["state"] == "JOB_STATE_SUCCEEDED"
-    model_dir = "gs://my-bucket/staging/vertexdist/output/local-run-test/model/"
-    assert any(e["event"] == "log" and e["line"] == f"saved {model_dir}" for e in events)
-    assert (
-        out / "gcs" / "my-bucket/staging/vertexdist/output/local-run-test/model/model.txt"
-    ).read_text() == "weights"
+    # The job's own output folder: <base>/<job id>, in the run's own gs:// namespace.
+    job_id = events[-1]["job_id"]
+    output = f"my-bucket/staging/vertexdist/output/local-run-test/{job_id}"
+    assert events[-1]["output_dir"] == f"gs://{output}"
+    assert events[-1]["output_path"] == str(out / "gcs" / output)
+    assert any(e["event"] == "log" and e["line"] == f"saved gs://{output}/model/" for e in events)
+    assert (out / "gcs" / output / "model" / "model.txt").read_text() == "weights"
     assert (out / "logs" / "workerpool1-0.log").is_file()
 
 

@@ -19,7 +19,7 @@ from vertexdist.local.procs import live_processes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-OUTPUT = Path("gcs/my-bucket/staging/vertexdist/output/resume-test")
+OUTPUT_BASE = Path("gcs/my-bucket/staging/vertexdist/output/resume-test")
 TEMPLATE = {
     "display_name": "resume-test",
     "project": "my-project",
@@ -70,6 +70,11 @@ def _assert_same(a: Any, b: Any, where: str = "model") -> None:
         assert a == b, where
 
 
+def _job_folders(run_dir: Path) -> list[Path]:
+    base = run_dir / OUTPUT_BASE
+    return sorted(base.iterdir()) if base.is_dir() else []
+
+
 def _children(pid: int) -> list[int]:
     return [p.pid for p in live_processes() if p.ppid == pid]
 
@@ -108,7 +113,9 @@ def test_kill_9_of_a_worker_restarts_the_job_and_the_model_matches_an_uninterrup
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     assert got_pid.wait(60), "".join(lines)
-    latest = interrupted / OUTPUT / "checkpoints" / "LATEST"
+    # Restarts of the same job keep its own output folder (named by its job id) and resume from it.
+    assert kit.wait_for(lambda: len(_job_folders(interrupted)) == 1, timeout=60), "".join(lines)[-3000:]
+    latest = _job_folders(interrupted)[0] / "checkpoints" / "LATEST"
     assert kit.wait_for(latest.exists, timeout=60), "".join(lines)[-3000:]
     replica = worker_pid["replica"]
     workers = _children(replica)
@@ -134,8 +141,10 @@ def test_kill_9_of_a_worker_restarts_the_job_and_the_model_matches_an_uninterrup
     assert len(replica_pids) == 4  # 2 replicas x 2 attempts
     assert not [pid for pid in replica_pids if kit.process_alive(pid) or kit.group_members(pid)]
 
-    expected = torch.load(tmp_path / "baseline" / OUTPUT / "model" / "model.pt", map_location="cpu")
-    actual = torch.load(interrupted / OUTPUT / "model" / "model.pt", map_location="cpu")
+    assert _job_folders(interrupted) == [interrupted / OUTPUT_BASE / summary["job_id"]]
+    (baseline_folder,) = _job_folders(tmp_path / "baseline")
+    expected = torch.load(baseline_folder / "model" / "model.pt", map_location="cpu")
+    actual = torch.load(_job_folders(interrupted)[0] / "model" / "model.pt", map_location="cpu")
     try:
         _assert_same(expected, actual)
     except AssertionError as exc:

@@ -159,12 +159,12 @@ def test_torchrun_in_a_container_is_the_container_command(tmp_path: Path) -> Non
     assert "command" not in pools[2]["containerSpec"]  # the reduction servers run their own image
 
 
-def test_base_output_dir_default_and_explicit() -> None:
+def test_base_output_dir_default_and_explicit_are_bases_of_a_folder_per_job() -> None:
     assert render_job_spec(template(display_name="My job #1"))["baseOutputDirectory"] == {
-        "outputUriPrefix": "gs://vertexdist-demo/staging/vertexdist/output/My-job-1"
+        "outputUriPrefix": "gs://vertexdist-demo/staging/vertexdist/output/My-job-1/<job-folder>"
     }
-    spec = render_job_spec(template(base_output_dir="gs://bkt/out"))
-    assert spec["baseOutputDirectory"] == {"outputUriPrefix": "gs://bkt/out"}
+    spec = render_job_spec(template(base_output_dir="gs://bkt/out/"), job_folder="20250101-000000-abcdef")
+    assert spec["baseOutputDirectory"] == {"outputUriPrefix": "gs://bkt/out/20250101-000000-abcdef"}
 
 
 def test_scheduling_only_what_is_set() -> None:

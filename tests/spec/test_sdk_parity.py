@@ -22,6 +22,8 @@ aiplatform_v1 = pytest.importorskip("google.cloud.aiplatform_v1")
 worker_spec_utils = pytest.importorskip("google.cloud.aiplatform.utils.worker_spec_utils")
 
 SHIPPED = sorted((REPO_ROOT / "job_templates").glob("*.yaml"))
+# A tuning template's request is a CreateHyperparameterTuningJob (tests/spec/test_tuning_sdk_parity.py).
+PIPELINES = [p for p in SHIPPED if "\ntuning:" not in p.read_text()]
 
 
 def _camel(key: str) -> str:
@@ -122,7 +124,7 @@ def test_shipped_template_parses_into_custom_job_spec(path: Path) -> None:
         assert parsed.scheduling.timeout.total_seconds() == t.timeout
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PIPELINES, ids=lambda p: p.name)
 def test_shipped_request_parses_into_create_training_pipeline_request(path: Path) -> None:
     request = render_request(load_template(path))
     parsed = aiplatform_v1.CreateTrainingPipelineRequest.from_json(

@@ -1,17 +1,21 @@
 """The backend interface and the plain data that crosses it (torchx `schedulers/api.py` shape).
 
 `dryrun(template) -> request` builds the exact request; `schedule(request)` runs that very request and returns
-the job's name, so `submit --dry-run` and `local-run --plan` show what runs. `describe`, `list`, `cancel` and
-`logs` address a job by that name. Two implementations: `backends.vertex` (Vertex AI, or the emulator, through
-google-cloud-aiplatform; the request is a `Submission`) and `backends.local` (this machine; a `LocalRequest`).
+the job's name, so `submit --dry-run` and `local-run --plan` show what runs. `describe`, `list`, `cancel`,
+`logs` and `outputs` address a job by that name. Two implementations: `backends.vertex` (Vertex AI, or the
+emulator, through google-cloud-aiplatform; the request is a `Submission`) and `backends.local` (this machine;
+a `LocalRequest`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from vertexdist.spec.models import JobTemplate
+
+if TYPE_CHECKING:
+    from vertexdist.backends.outputs import OutputSource
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "PAUSED", "EXPIRED"})
 
@@ -58,22 +62,46 @@ class JobStatus:
         }
 
 
+# Cloud Logging's severities, lowest first (https://cloud.google.com/logging/docs/reference/v2/rest/v2/LogEntry#LogSeverity).
+SEVERITIES = ("DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")
+
+
+def severity_rank(name: str) -> int:
+    """0 for DEFAULT up to 8 for EMERGENCY; ValueError for another name."""
+    return SEVERITIES.index(name.upper())
+
+
+@dataclass(frozen=True)
+class LogQuery:
+    """Which log lines `logs` returns: one replica's (`workerpool1-0`), one trial's, at least a severity,
+    none older than `since` (seconds since the epoch)."""
+
+    replica: str | None = None
+    trial: str | None = None
+    severity: str | None = None
+    since: float | None = None
+
+
 @dataclass(frozen=True)
 class LogChunk:
+    """Log text of one replica (its lines, in order), prefixed by `replica` where it is shown."""
+
     replica: str
     text: str
-    next_offset: int
+    severity: str = "DEFAULT"
+    timestamp: str | None = None  # RFC 3339, where the source knows it
 
 
 @dataclass(frozen=True)
 class LogsPage:
-    """New log text per replica since the offsets asked for; `links` where logs live elsewhere (Vertex)."""
+    """Log lines in time order. `cursor` is the backend's own: pass it back to get what came after (nothing
+    twice, nothing skipped). `more`: more is ready now, ask again at once. `links`: where else logs are shown.
+    """
 
     chunks: list[LogChunk]
+    cursor: object | None = None
+    more: bool = False
     links: list[str] = field(default_factory=list)
-
-    def offsets(self) -> dict[str, int]:
-        return {chunk.replica: chunk.next_offset for chunk in self.chunks}
 
 
 RequestT = TypeVar("RequestT")
@@ -90,4 +118,6 @@ class Backend(Protocol[RequestT]):
 
     def cancel(self, name: str) -> None: ...
 
-    def logs(self, name: str, offsets: dict[str, int] | None = None) -> LogsPage: ...
+    def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage: ...
+
+    def outputs(self, name: str) -> OutputSource: ...

@@ -21,7 +21,7 @@ from vertexdist.errors import UsageError
 Transport = Literal["grpc", "rest"]
 TRANSPORTS: tuple[Transport, ...] = ("grpc", "rest")
 _NAME = re.compile(
-    r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/(?P<collection>trainingPipelines|customJobs)/(?P<id>[^/]+)$"
+    r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/(?P<collection>trainingPipelines|customJobs|hyperparameterTuningJobs)/(?P<id>[^/]+)$"
 )
 NO_PROJECT_HINT = (
     "pass --project PROJECT, set GOOGLE_CLOUD_PROJECT, put `project:` in the template,"
@@ -118,7 +118,8 @@ def check_endpoint(endpoint: str) -> str:
 
 
 def parse_job_name(name: str) -> dict[str, str] | None:
-    """The parts of `projects/P/locations/L/{trainingPipelines|customJobs}/ID`, or None for other text."""
+    """The parts of `projects/P/locations/L/{trainingPipelines|customJobs|hyperparameterTuningJobs}/ID`, or
+    None for other text."""
     match = _NAME.match(name.strip())
     return match.groupdict() if match else None
 

@@ -4,7 +4,10 @@
 launch plan (what `local-run --plan` prints); `schedule(request)` runs exactly that plan and returns the job
 id. `describe`, `list`, `cancel` and `logs` address a job by that id: one started here, or the run folder an
 earlier `local-run` left (its `summary.json`). Each run folder keeps `job.json` (the CustomJobSpec),
-`plan.json` (secrets masked), `summary.json`, `logs/` and the replicas' working folders.
+`plan.json`, `summary.json`, `logs/` and the replicas' working folders, all for the user only (files 0600,
+folders 0700). `job.json` and `plan.json` mask secret-looking env values as every printout does: nothing
+reads the real values back from them (a run is started from its template, and resuming one needs only its
+output folder), so the real values live only in the replicas' environments.
 """
 
 from __future__ import annotations
@@ -15,19 +18,30 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vertexdist.backends.base import JobStatus, LogChunk, LogsPage
+from vertexdist.backends.base import JobStatus, LogQuery, LogsPage
+from vertexdist.backends.local_logs import LocalLogs
+from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import VertexdistError
-from vertexdist.local.logs import read_pages
 from vertexdist.local.request import LocalRequest
+from vertexdist.local.resume import local_path
 from vertexdist.local.runner import JobEvent, JobResult, LocalJob
 from vertexdist.local.template_job import LocalOptions, prepare_request
-from vertexdist.render import mask_secrets
+from vertexdist.private_files import make_private_dir, write_private_json
+from vertexdist.render import mask_secrets, secret_values
 from vertexdist.spec.models import JobTemplate
 
 SUMMARY = "summary.json"
 
 
-def summary_of(job_id: str, display_name: str, run_dir: Path, result: JobResult) -> dict[str, Any]:
+def summary_of(
+    job_id: str,
+    display_name: str,
+    run_dir: Path,
+    result: JobResult,
+    *,
+    output_dir: str | None = None,
+    output_path: Path | None = None,
+) -> dict[str, Any]:
     """What a finished job leaves in its `summary.json` (and `local-run --json` prints last)."""
     error = (
         None if result.error is None else {"message": result.error.message, "replica": result.error.replica}
@@ -40,6 +54,8 @@ def summary_of(job_id: str, display_name: str, run_dir: Path, result: JobResult)
         "restarts": result.restarts,
         "elapsed_s": round(result.elapsed_s, 3),
         "run_dir": str(run_dir),
+        "output_dir": output_dir,
+        "output_path": None if output_path is None else str(output_path),
         "replicas": [
             {
                 "name": r.name,
@@ -51,12 +67,6 @@ def summary_of(job_id: str, display_name: str, run_dir: Path, result: JobResult)
             for r in result.replicas
         ],
     }
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
 
 
 class UnknownLocalJob(VertexdistError):
@@ -76,6 +86,7 @@ class LocalBackend:
         self._timeout_s = timeout_s
         self._jobs: dict[str, tuple[LocalRequest, LocalJob]] = {}
         self._lock = threading.Lock()
+        self._logs = LocalLogs()
 
     # --- submit -----------------------------------------------------------------------------------
     def dryrun(self, template: JobTemplate, *, scratch: Path | None = None) -> LocalRequest:
@@ -83,16 +94,26 @@ class LocalBackend:
         return prepare_request(template, self.options, scratch=scratch)
 
     def schedule(self, request: LocalRequest, *, on_event: Callable[[JobEvent], None] | None = None) -> str:
-        from vertexdist.local.launch import schedule
+        from vertexdist.local.job_services import JobServices
+        from vertexdist.local.launch import identity_of, schedule
 
-        run_dir = request.run_dir
-        _write_json(run_dir / "job.json", dict(request.job.raw))
-        _write_json(run_dir / "plan.json", request.to_dict())
+        run_dir = make_private_dir(request.run_dir)
+        write_private_json(run_dir / "job.json", mask_secrets(dict(request.job.raw)))
+        write_private_json(run_dir / "plan.json", request.to_dict())
+        output_dir = request.job.output_uri_prefix
+        output_path = local_path(output_dir, Path(request.ctx.gcs_root)) if output_dir else None
 
         def write_summary() -> None:
             job = self.job(request.job_id)
-            summary = summary_of(request.job_id, request.display_name, run_dir, job.result())
-            _write_json(run_dir / SUMMARY, summary)
+            summary = summary_of(
+                request.job_id,
+                request.display_name,
+                run_dir,
+                job.result(),
+                output_dir=output_dir,
+                output_path=output_path,
+            )
+            write_private_json(run_dir / SUMMARY, summary)
 
         job = schedule(
             request,
@@ -100,6 +121,8 @@ class LocalBackend:
             on_finish=write_summary,
             grace_s=self._grace_s,
             timeout_s=self._timeout_s,
+            # As on Vertex, the job's code finds its service account on a metadata server (issue 17).
+            services=JobServices(identity=identity_of(request)),
         )
         with self._lock:
             self._jobs[request.job_id] = (request, job)
@@ -112,6 +135,12 @@ class LocalBackend:
         if found is None:
             raise UnknownLocalJob(f"no local job {name} was started here")
         return found[1]
+
+    def secret_values(self, name: str) -> tuple[str, ...]:
+        """The secret env values of a job started here, so views can mask them in log lines."""
+        with self._lock:
+            found = self._jobs.get(name)
+        return secret_values(dict(found[0].job.raw)) if found is not None else ()
 
     def summary(self, name: str) -> dict[str, Any]:
         """The finished job's summary (what its run folder's summary.json holds)."""
@@ -145,9 +174,12 @@ class LocalBackend:
                 error=error.message if error else None,
                 spec=mask_secrets(dict(request.job.raw)),
             )
-        summary = self.summary(name)
         spec_path = self.run_dir(name) / "job.json"
         spec = json.loads(spec_path.read_text()) if spec_path.is_file() else {}
+        if spec and not (self.run_dir(name) / SUMMARY).is_file():
+            # Started by a local-run in another process, which writes the summary when the job ends.
+            return JobStatus(name=name, display_name="", state="RUNNING", spec=mask_secrets(spec))
+        summary = self.summary(name)
         return JobStatus(
             name=name,
             display_name=str(summary.get("display_name", "")),
@@ -168,13 +200,19 @@ class LocalBackend:
     def cancel(self, name: str) -> None:
         self.job(name).cancel()
 
-    def logs(self, name: str, offsets: dict[str, int] | None = None) -> LogsPage:
+    def outputs(self, name: str) -> FolderOutputs:
+        """The job's output folder in its run folder (`gcs/` holds what its replicas wrote to gs://)."""
+        return FolderOutputs(require_output_uri(name, self.describe(name).spec), self.run_dir(name) / "gcs")
+
+    def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage:
+        """The job's replica log lines after `cursor` in time order (stdout INFO, stderr ERROR)."""
         with self._lock:
             found = self._jobs.get(name)
         if found is not None:
-            files = found[1].log_paths()
+            files, final = found[1].log_paths(), found[1].done
         else:
-            folder = self.run_dir(name) / "logs"
+            run_dir = self.run_dir(name)
+            folder = run_dir / "logs"
             files = {p.stem: p for p in folder.glob("workerpool*.log")} if folder.is_dir() else {}
-        pages = read_pages(files, offsets or {})
-        return LogsPage(chunks=[LogChunk(p.replica, p.text, p.next_offset) for p in pages])
+            final = (run_dir / SUMMARY).is_file()
+        return self._logs.page(files, cursor, query, final=final)

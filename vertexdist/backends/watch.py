@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
-from vertexdist.backends.base import Backend, JobStatus, LogChunk
+from vertexdist.backends.base import Backend, JobStatus, LogChunk, LogQuery
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,13 @@ class PollPolicy:
     max_s: float = 10.0
     multiplier: float = 1.5
     follow_max_s: float = 1.0  # while streaming logs, keep them flowing
+    # Cloud Logging shows an entry a few seconds after it was written: read once more this long after the end.
+    final_logs_after_s: float = 0.0
+
+
+# Following logs in Cloud Logging: it allows 60 reads a minute per project, and shows an entry seconds after
+# it was written (so one more read a little after the job ended).
+CLOUD_LOGGING_POLICY = PollPolicy(initial_s=2.0, follow_max_s=5.0, final_logs_after_s=5.0)
 
 
 def watch(
@@ -25,6 +33,7 @@ def watch(
     *,
     on_status: Callable[[JobStatus], None],
     on_logs: Callable[[LogChunk, JobStatus], None] | None = None,
+    log_query: LogQuery | None = None,
     policy: PollPolicy | None = None,
     until: Callable[[JobStatus], bool] = lambda status: status.done,
     sleep: Callable[[float], None] = time.sleep,
@@ -34,20 +43,42 @@ def watch(
     cap = policy.follow_max_s if on_logs is not None else policy.max_s
     delay = policy.initial_s
     last_state = ""
-    offsets: dict[str, int] = {}
+    cursor: object | None = None
+    seen_running = False
     while True:
         status = backend.describe(name)
         if status.state != last_state:
             delay = policy.initial_s
             last_state = status.state
         on_status(status)
+        seen_running = seen_running or not status.done
         if on_logs is not None:
-            page = backend.logs(name, offsets)
-            for chunk in page.chunks:
-                if chunk.text:
-                    on_logs(chunk, status)
-            offsets.update(page.offsets())
+            cursor = read_logs(backend, name, cursor, log_query, partial(_show, on_logs, status))
         if until(status):
+            if on_logs is not None and status.done and seen_running and policy.final_logs_after_s > 0:
+                sleep(policy.final_logs_after_s)
+                read_logs(backend, name, cursor, log_query, partial(_show, on_logs, status))
             return status
         sleep(delay)
         delay = min(cap, delay * policy.multiplier)
+
+
+def _show(on_logs: Callable[[LogChunk, JobStatus], None], status: JobStatus, chunk: LogChunk) -> None:
+    on_logs(chunk, status)
+
+
+def read_logs(
+    backend: Backend,
+    name: str,
+    cursor: object | None,
+    query: LogQuery | None,
+    on_chunk: Callable[[LogChunk], None],
+) -> object | None:
+    """Every log line ready now after `cursor`, page by page, to `on_chunk`; the cursor after them."""
+    while True:
+        page = backend.logs(name, cursor, query)
+        for chunk in page.chunks:
+            on_chunk(chunk)
+        cursor = page.cursor
+        if not page.more:
+            return cursor

@@ -11,9 +11,11 @@ from vertexdist.cli import (
     jobs,
     local_run,
     machines,
+    outputs,
     render,
     schema,
     submit,
+    trials,
     validate,
 )
 
@@ -27,5 +29,7 @@ MODULES: list[ModuleType] = [
     build,
     submit,
     jobs,
+    trials,
+    outputs,
     emulator,
 ]

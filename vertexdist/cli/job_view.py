@@ -24,6 +24,9 @@ def status_lines(status: JobStatus) -> list[str]:
         if value:
             # A failed job's error carries its replica's last lines: keep them under the label.
             lines.append(f"  {label + ':':<13} {value}".replace("\n", "\n" + " " * 16))
+    outputs = (status.spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    if outputs:
+        lines.append(f"  {'outputs:':<13} {outputs}")
     pools = status.spec.get("workerPoolSpecs") or []
     for index, pool in enumerate(pools):
         if not pool:
@@ -43,13 +46,41 @@ def status_lines(status: JobStatus) -> list[str]:
     return lines
 
 
+def where(status: JobStatus, name: str, *, on_vertex: bool) -> dict[str, str]:
+    """Where the job's outputs and logs are, and the commands that show them (what `status` prints)."""
+    from vertexdist.backends.outputs import output_uri
+
+    found: dict[str, str] = {}
+    uri = output_uri(status.spec)
+    if uri:
+        found["outputs"] = f"{uri}/"
+        found["outputsCommand"] = f"vertexdist outputs {name} --download DIR"
+    found["logsCommand"] = f"vertexdist logs {name}" + ("" if status.done else " --follow")
+    if on_vertex:
+        from vertexdist.backends.vertex.logs import where_logs_are
+
+        link = where_logs_are(status)
+        if link:
+            found["logsUrl"] = link
+    return found
+
+
+def where_lines(status: JobStatus, name: str, *, on_vertex: bool) -> list[str]:
+    found = where(status, name, on_vertex=on_vertex)
+    labels = {"outputs": "outputs:", "outputsCommand": "", "logsCommand": "logs:", "logsUrl": "log viewer:"}
+    return [f"  {labels[key]:<13} {value}" for key, value in found.items()]
+
+
 def print_chunk(chunk: LogChunk, status: JobStatus, *, as_json: bool) -> None:
-    from vertexdist.backends.vertex.status import mask_text
+    from vertexdist.render import mask_text
 
     text = mask_text(chunk.text, status.secret_values)
     if as_json:
-        for line in text.splitlines():
-            typer.echo(json.dumps({"replica": chunk.replica, "line": line}))
+        for line in text.splitlines() or [""]:
+            record = {"replica": chunk.replica, "line": line, "severity": chunk.severity}
+            if chunk.timestamp:
+                record["timestamp"] = chunk.timestamp
+            typer.echo(json.dumps(record))
         return
-    for line in text.splitlines():
+    for line in text.splitlines() or [""]:
         typer.echo(f"[{chunk.replica}] {line}")

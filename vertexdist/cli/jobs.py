@@ -1,4 +1,5 @@
-"""`vertexdist status JOB`, `list`, `cancel JOB`, `logs JOB [--follow]`, against Vertex or the emulator.
+"""`vertexdist status JOB`, `list`, `cancel JOB`, `logs JOB [--follow]`, against Vertex or the emulator
+(`logs` reads a local-run job's run folder too).
 
 Where: VERTEX_API_ENDPOINT (or --endpoint) points at an emulator; otherwise Vertex's regional endpoint.
 Exit codes: 0 fine; 1 the job failed or was cancelled (status, logs --follow), or the call failed; 2 usage.
@@ -7,28 +8,38 @@ Exit codes: 0 fine; 1 the job failed or was cancelled (status, logs --follow), o
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vertexdist.cli.job_view import print_chunk, status_lines
+from vertexdist.cli.job_view import print_chunk, status_lines, where, where_lines
 from vertexdist.cli.targets import (
     AsJson,
     Endpoint,
     Location,
     Project,
     Transport,
+    any_job_backend,
     job_backend,
     project_backend,
 )
-from vertexdist.errors import JobFailedError
+from vertexdist.errors import JobFailedError, UsageError
 
 if TYPE_CHECKING:
-    from vertexdist.backends.base import JobStatus, LogChunk
+    from vertexdist.backends.base import JobStatus, LogChunk, LogQuery
+    from vertexdist.backends.watch import PollPolicy
 
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "EXPIRED"})
 JobRef = Annotated[
     str, typer.Argument(help="Job name (projects/P/locations/L/trainingPipelines/ID) or its ID.")
+]
+AnyJobRef = Annotated[
+    str,
+    typer.Argument(
+        help="Job name (projects/P/locations/L/trainingPipelines/ID) or its ID; or a local-run job id"
+        " (local-...) or run folder."
+    ),
 ]
 
 
@@ -43,10 +54,13 @@ def status(
     """Show a job's state, times and error. Exits 1 when the job failed or was cancelled."""
     backend, name = job_backend(job, project, location, endpoint, transport)
     found = backend.describe(name)
+    on_vertex = not backend.target.is_emulator
     if as_json:
-        typer.echo(json.dumps(found.to_dict(), indent=2))
+        typer.echo(
+            json.dumps({**found.to_dict(), "where": where(found, name, on_vertex=on_vertex)}, indent=2)
+        )
     else:
-        typer.echo("\n".join(status_lines(found)))
+        typer.echo("\n".join(status_lines(found) + where_lines(found, name, on_vertex=on_vertex)))
     if found.state in FAILED_STATES:
         raise typer.Exit(1)
 
@@ -90,30 +104,75 @@ def cancel(
         typer.echo(f"cancel requested: {name} ({found.state})")
 
 
+def _log_query(replica: str | None, trial: str | None, since: str | None, severity: str | None) -> LogQuery:
+    from vertexdist.backends.base import SEVERITIES, LogQuery
+    from vertexdist.spec.durations import parse_duration
+
+    seconds = None
+    if since is not None:
+        try:
+            seconds = parse_duration(since)
+        except ValueError as exc:
+            raise UsageError(f"--since: {exc}") from None
+    if severity is not None and severity.upper() not in SEVERITIES:
+        raise UsageError(
+            f"--severity {severity!r} is not a severity", hint=f"use one of {', '.join(SEVERITIES)}"
+        )
+    return LogQuery(
+        replica=replica,
+        trial=trial,
+        severity=severity.upper() if severity else None,
+        since=time.time() - seconds if seconds is not None else None,
+    )
+
+
+def _log_policy(backend: object) -> PollPolicy:
+    from vertexdist.backends.watch import CLOUD_LOGGING_POLICY, PollPolicy
+
+    target = getattr(backend, "target", None)  # a Vertex backend's; a local one reads files
+    if target is not None and not target.is_emulator:
+        return CLOUD_LOGGING_POLICY
+    return PollPolicy(follow_max_s=0.5)
+
+
 def logs(
-    job: JobRef,
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the job ends."),
+    job: AnyJobRef,
+    follow: bool = typer.Option(
+        False, "--follow", "-f", help="Keep streaming until the job ends (Ctrl-C stops)."
+    ),
+    replica: str | None = typer.Option(
+        None, "--replica", help="Only this replica's lines, e.g. workerpool1-0."
+    ),
+    trial: str | None = typer.Option(None, "--trial", help="A tuning job: only this trial's lines."),
+    since: str | None = typer.Option(
+        None, "--since", help="Only lines of the last DURATION: 90s, 10m, 2h, 1d."
+    ),
+    severity: str | None = typer.Option(
+        None, "--severity", help="Only lines at least this severe: INFO, WARNING, ERROR (stderr is ERROR)."
+    ),
     project: Project = None,
     location: Location = None,
     endpoint: Endpoint = None,
     transport: Transport = None,
     as_json: AsJson = False,
 ) -> None:
-    """Print a job's replica logs (emulator), or where Cloud Logging shows them (Vertex)."""
+    """Print a job's replica logs in time order (Cloud Logging on Vertex; a local-run job's run folder)."""
     from vertexdist.backends.watch import watch
 
-    backend, name = job_backend(job, project, location, endpoint, transport)
-    if not backend.target.is_emulator:
-        page = backend.logs(name)
-        for link in page.links:
-            typer.echo(json.dumps({"link": link}) if as_json else f"Cloud Logging: {link}")
-        return
+    query = _log_query(replica, trial, since, severity)
+    backend, name = any_job_backend(job, project, location, endpoint, transport)
 
     def show(chunk: LogChunk, found: JobStatus) -> None:
         print_chunk(chunk, found, as_json=as_json)
 
     final = watch(
-        backend, name, on_status=lambda _s: None, on_logs=show, until=lambda s: s.done or not follow
+        backend,
+        name,
+        on_status=lambda _s: None,
+        on_logs=show,
+        log_query=query,
+        policy=_log_policy(backend),
+        until=lambda s: s.done or not follow,
     )
     if follow and final.state in FAILED_STATES:
         raise JobFailedError(f"job {final.state}: {final.error or ''}".rstrip(": "))

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from vertexdist.local.logs import last_lines
-from vertexdist.local.runner import JobResult, JobState, ReplicaStatus
+from vertexdist.local.runner import JobResult, JobState, ReplicaState, ReplicaStatus
 
 
 def print_plan(plan_dict: dict[str, Any], as_json: bool) -> None:
@@ -42,14 +42,22 @@ def print_plan(plan_dict: dict[str, Any], as_json: bool) -> None:
 
 
 def summary_lines(
-    result: JobResult, run_dir: Path, *, tail: Callable[[Path], list[str]] = last_lines
+    result: JobResult,
+    run_dir: Path,
+    *,
+    outputs: str | None = None,
+    tail: Callable[[Path], list[str]] = last_lines,
+    mask: Callable[[str], str] = lambda line: line,
 ) -> list[str]:
-    """What to print once the job is done: its state, and for a failure the first failing replica's tail
-    (the error message itself is the CLI's `error:` line)."""
+    """What to print once the job is done: its state and output folder, and for a failure the tail of the
+    replica that failed first (the one the error names; the error message itself is the CLI's `error:` line)
+    and which others failed with it."""
     lines = [
         f"job {result.state.value} after {result.elapsed_s:.1f}s"
         + (f" ({result.restarts} restarts)" if result.restarts else "")
     ]
+    if outputs:
+        lines.append(f"outputs: {outputs}")
     error = result.error
     if result.state is JobState.SUCCEEDED:
         lines.append(f"logs: {run_dir / 'logs'}")
@@ -58,5 +66,8 @@ def summary_lines(
         failed: ReplicaStatus | None = next((r for r in result.replicas if r.name == error.replica), None)
         if failed is not None:
             lines.append(f"last lines of {failed.log_path}:")
-            lines.extend(f"  {line}" for line in tail(failed.log_path))
+            lines.extend(f"  {mask(line)}" for line in tail(failed.log_path))
+        also = [r.name for r in result.replicas if r.state is ReplicaState.FAILED and r is not failed]
+        if also:
+            lines.append(f"failed after it: {', '.join(also)}")
     return lines

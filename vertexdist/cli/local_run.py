@@ -2,6 +2,7 @@
 
 Flags and printing only: the local backend (`vertexdist.backends.local`) packages and renders the template
 the way submit does, plans the replicas and runs them; this shows the plan, the live view and the summary.
+Each run writes to its own output folder; `--resume-from RUN` continues an earlier run's folder instead.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import queue
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -33,7 +35,13 @@ def _timeout_seconds(timeout: str | None) -> float | None:
         raise UsageError(f"--timeout: {exc}") from None
 
 
-def _follow(backend: LocalBackend, name: str, events: queue.Queue[JobEvent], json_events: bool) -> JobResult:
+def _follow(
+    backend: LocalBackend,
+    name: str,
+    events: queue.Queue[JobEvent],
+    json_events: bool,
+    mask: Callable[[str], str],
+) -> JobResult:
     """Show the job until it is done; SIGINT/SIGTERM to this process cancel it."""
     from vertexdist.cli.local_view import choose_view, follow
 
@@ -44,7 +52,8 @@ def _follow(backend: LocalBackend, name: str, events: queue.Queue[JobEvent], jso
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return follow(job, choose_view(name, backend.run_dir(name), json_events=json_events), events)
+        view = choose_view(name, backend.run_dir(name), json_events=json_events)
+        return follow(job, view, events, mask=mask)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -78,12 +87,22 @@ def local_run(
         "--docker",
         help="Run each replica of a `build` template as a container of its image (needs a Docker daemon).",
     ),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Tuning templates: seed of random and bayesian search (same seed, same trials)."
+    ),
+    resume_from: str | None = typer.Option(
+        None,
+        "--resume-from",
+        help="Continue an earlier run: use its output folder (checkpoints, model) instead of a new one."
+        " A run id (as local-run printed it) or a run folder.",
+    ),
 ) -> None:
     """Run every replica of TEMPLATE as a local process, with the environment Vertex gives them."""
     from vertexdist.backends.local import LocalBackend
     from vertexdist.cli.local_report import print_plan, summary_lines
     from vertexdist.local.runner import JobState
     from vertexdist.local.template_job import LocalOptions
+    from vertexdist.render import mask_text
     from vertexdist.spec import load_template
 
     timeout_s = _timeout_seconds(timeout)
@@ -91,9 +110,24 @@ def local_run(
         raise UsageError(f"--out {out} is a file, not a folder", hint="pass a folder for the run's files")
     if not plan_only and out is not None and out.exists() and any(out.iterdir()):
         raise UsageError(f"run folder {out} is not empty", hint="pick another --out, or remove it")
-    options = LocalOptions(out=out, procs_per_replica=procs_per_replica, docker=docker)
+    options = LocalOptions(
+        out=out, procs_per_replica=procs_per_replica, docker=docker, resume_from=resume_from
+    )
     backend = LocalBackend(options, grace_s=grace, timeout_s=timeout_s)
     loaded = load_template(template)
+    if loaded.tuning is not None:
+        from vertexdist.cli.local_tune import run_tuning
+
+        run_tuning(
+            loaded,
+            options,
+            plan_only=plan_only,
+            json_events=json_events,
+            grace_s=grace,
+            timeout_s=timeout_s,
+            seed=seed,
+        )
+        return
     if plan_only:
         # --plan starts and leaves nothing: its sdist (needed for the package URI) goes to a temporary folder.
         with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:
@@ -106,14 +140,19 @@ def local_run(
         return
     events: queue.Queue[JobEvent] = queue.Queue()
     name = backend.schedule(backend.dryrun(loaded), on_event=events.put)
-    result = _follow(backend, name, events, json_events)
+    secrets = backend.secret_values(name)
+
+    def mask(text: str) -> str:
+        return mask_text(text, secrets)
+
+    result = _follow(backend, name, events, json_events, mask)
     summary = backend.summary(name)
     run_dir = Path(summary["run_dir"])
     if json_events:
         typer.echo(json.dumps({"event": "summary", **summary}))
     else:
         stream = sys.stdout if result.state is JobState.SUCCEEDED else sys.stderr
-        for line in summary_lines(result, run_dir):
+        for line in summary_lines(result, run_dir, outputs=summary.get("output_path"), mask=mask):
             print(line, file=stream)
     if result.state is JobState.CANCELLED:
         raise typer.Exit(130)

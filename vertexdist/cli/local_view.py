@@ -9,6 +9,7 @@ import json
 import queue
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -108,8 +109,15 @@ class JsonView(View):
         self._write({"event": "log", "job_id": self._job_id, "replica": replica, "line": line})
 
 
-def follow(job: LocalJob, view: View, events: queue.Queue[JobEvent], *, interval_s: float = 0.1) -> JobResult:
-    """Feed `view` with the job's events and new log lines until the job is done.
+def follow(
+    job: LocalJob,
+    view: View,
+    events: queue.Queue[JobEvent],
+    *,
+    interval_s: float = 0.1,
+    mask: Callable[[str], str] = lambda line: line,
+) -> JobResult:
+    """Feed `view` with the job's events and new log lines (each through `mask`) until the job is done.
 
     If the view fails (stdout closed under `local-run ... | head`, say), the job is cancelled and waited for
     before the error goes on: its replicas run in their own sessions and would otherwise outlive local-run.
@@ -117,12 +125,35 @@ def follow(job: LocalJob, view: View, events: queue.Queue[JobEvent], *, interval
     follower = LogFollower()
     try:
         view.start()
-        _follow(job, view, events, follower, interval_s)
+        _follow(job, _Masked(view, mask), events, follower, interval_s)
     except BaseException:
         job.cancel()
         job.wait()
         raise
     return job.result()
+
+
+class _Masked(View):
+    """A view whose log lines have the job's secret values masked, as `vertexdist logs` masks them."""
+
+    def __init__(self, view: View, mask: Callable[[str], str]) -> None:
+        self._view = view
+        self._mask = mask
+
+    def start(self) -> None:
+        self._view.start()
+
+    def event(self, event: JobEvent) -> None:
+        self._view.event(event)
+
+    def log(self, replica: str, line: str) -> None:
+        self._view.log(replica, self._mask(line))
+
+    def refresh(self, job: LocalJob) -> None:
+        self._view.refresh(job)
+
+    def stop(self) -> None:
+        self._view.stop()
 
 
 def _follow(

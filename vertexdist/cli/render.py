@@ -1,7 +1,9 @@
 """`vertexdist render TEMPLATE`: print the CustomJobSpec (YAML for `gcloud ai custom-jobs create --config`).
 
 `--format json` prints JSON; `--request` prints the exact CreateTrainingPipeline body submit sends.
-Secret-looking env values are masked. Never imports google-cloud-aiplatform or torch.
+Secret-looking env values are masked. The job's own output folder shows as `<job-folder>` (submit fills it
+in), or with `--resume-from JOB` as that job's folder. Never imports torch, nor google-cloud-aiplatform
+unless `--resume-from` names a job to look up.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+
+from vertexdist.cli.resume import ResumeFrom
 
 FORMATS = ("yaml", "json")
 
@@ -30,11 +34,13 @@ def render(
     request: bool = typer.Option(
         False, "--request", help="Print the CreateTrainingPipeline request body instead of the CustomJobSpec."
     ),
+    resume_from: ResumeFrom = None,
 ) -> None:
     """Print what Vertex receives for TEMPLATE: the CustomJobSpec, or with --request the whole API request.
 
     The package URI carries the digest of the trainer sdist submit will upload; an image URI to be built
-    shows <pending>.
+    shows <pending>. Each job gets its own output folder: <job-folder> stands for it until submit picks
+    a fresh one (UTC time and a random suffix); --resume-from JOB shows the earlier job's folder instead.
     Secret-looking env values (SECRET, TOKEN, PASSWORD, KEY, CREDENTIAL) are masked.
     """
     from vertexdist.errors import UsageError
@@ -49,10 +55,17 @@ def render(
         from vertexdist.packaging import planned_package_uri
 
         package_uri = planned_package_uri(loaded.trainer, loaded.staging_bucket)
+    resumed = None
+    if resume_from is not None:
+        from vertexdist.cli.resume import resume_output_dir
+
+        resumed = resume_output_dir(
+            resume_from, project=loaded.project, location=loaded.location, endpoint=None, transport=None
+        )
     body = (
-        render_request(loaded, package_uri=package_uri)
+        render_request(loaded, package_uri=package_uri, resume_from=resumed)
         if request
-        else render_job_spec(loaded, package_uri=package_uri)
+        else render_job_spec(loaded, package_uri=package_uri, resume_from=resumed)
     )
     typer.echo(dump(mask_secrets(body), output_format), nl=output_format == "json")
 

@@ -1,8 +1,11 @@
 """`vertexdist submit TEMPLATE`: package, upload, create the TrainingPipeline, then follow it.
 
 The request sent is exactly what `--dry-run` prints (and `vertexdist render --request` shows, plus the
-real package URI and the request-hash label). The SDK's blocking `run()` polls every 5 s; this polls with
-backoff from 0.2 s. `--emulator` runs a local Vertex + Cloud Storage in-process for the command's length.
+real package URI and the request-hash label), with one field filled in when the job is created: its own
+output folder, `<job-folder>` in the dry run, becomes a fresh UTC-time-and-random folder (printed as
+`outputs:`). `--resume-from JOB` continues that earlier job's folder instead, dry run included.
+The SDK's blocking `run()` polls every 5 s; this polls with backoff from 0.2 s. `--emulator` runs a local
+Vertex + Cloud Storage in-process for the command's length.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vertexdist.cli.submit_view import confirm_duplicate, follow_job, upload
+from vertexdist.cli.resume import ResumeFrom
+from vertexdist.cli.submit_view import confirm_duplicate, follow_job, submitted_where, upload
 from vertexdist.cli.targets import Endpoint, Location, Project, Transport, vertex_backend
 from vertexdist.errors import JobFailedError, UsageError
 
@@ -97,6 +101,7 @@ def submit(
         "--emulator-data-dir",
         help="With --emulator: where jobs, logs and outputs are kept.",
     ),
+    resume_from: ResumeFrom = None,
 ) -> None:
     """Package TEMPLATE's trainer, upload it, create the Vertex training job and follow it to the end."""
     from vertexdist.spec import load_template
@@ -115,8 +120,10 @@ def submit(
         # No Docker here: like local-run, the emulator runs the same trainer as a Python package.
         typer.echo("emulator: `build` ignored; the trainer runs as a Python package", err=True)
         loaded = loaded.model_copy(update={"build": None})
+    # A job to resume is looked up on the emulator, so a dry run needs it running too.
+    needs_emulator = not dry_run or (resume_from is not None and not resume_from.startswith("gs://"))
     with ExitStack() as stack:
-        if emulator and not dry_run:
+        if emulator and needs_emulator:
             from vertexdist.emulator import Emulator
 
             emu = stack.enter_context(
@@ -138,6 +145,17 @@ def submit(
             endpoint=endpoint,
             transport=transport,
         )
+        resumed = None
+        if resume_from is not None:
+            from vertexdist.cli.resume import resume_output_dir
+
+            resumed = resume_output_dir(
+                resume_from,
+                project=target.project,
+                location=target.location,
+                endpoint=target.api_endpoint,
+                transport=target.api_transport,
+            )
         _submit(
             t,
             target,
@@ -146,6 +164,7 @@ def submit(
             detach=detach,
             yes=yes,
             in_process=emulator,
+            resume_from=resumed,
         )
 
 
@@ -158,19 +177,26 @@ def _submit(
     detach: bool,
     yes: bool,
     in_process: bool,
+    resume_from: str | None = None,
 ) -> None:
     from vertexdist.render import mask_secrets
 
     backend = vertex_backend(target)
-    submission = backend.dryrun(t, image_uri=_image_for(t, dry_run=dry_run))
+    submission = backend.dryrun(t, image_uri=_image_for(t, dry_run=dry_run), resume_from=resume_from)
     if dry_run:
         typer.echo(json.dumps(mask_secrets(submission.request), indent=2))
         return
     if not in_process:  # an in-process emulator's duplicates cost nothing and vanish with the command
         confirm_duplicate(backend, submission, yes, DUPLICATE_WINDOW_S)
     upload(backend, submission)
+    submission = submission.for_new_job()
     name = backend.schedule(submission)
     typer.echo(name)
+    resumed = " (the earlier job's folder, resumed)" if resume_from else ""
+    typer.echo(f"outputs: {submission.output_dir}{resumed}", err=True)
+    if not in_process:  # an in-process emulator's jobs are read where it said, after it stopped
+        for line in submitted_where(name, target):
+            typer.echo(line, err=True)
     if detach:
         typer.echo(f"follow it: vertexdist status {name}", err=True)
         return

@@ -14,6 +14,7 @@ from vertexdist.errors import VertexdistError
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobStatus, LogChunk
+    from vertexdist.backends.config import Target
     from vertexdist.backends.vertex import Submission, VertexBackend
 
 
@@ -85,10 +86,12 @@ def upload(backend: VertexBackend, submission: Submission) -> None:
 
 def follow_job(backend: VertexBackend, name: str, *, follow_logs: bool) -> JobStatus:
     """Poll until the job ends with a live status view (and its logs on stdout with `follow_logs`)."""
-    from vertexdist.backends.watch import PollPolicy, watch
+    from vertexdist.backends.watch import CLOUD_LOGGING_POLICY, PollPolicy, watch
 
     # Local jobs change state within seconds; Vertex jobs within minutes, so back off further there.
     policy = PollPolicy(max_s=1.0) if backend.target.is_emulator else PollPolicy()
+    if follow_logs and not backend.target.is_emulator:
+        policy = CLOUD_LOGGING_POLICY
     view = StatusView(name, live=sys.stderr.isatty() and not follow_logs)
 
     def show(chunk: LogChunk, status: JobStatus) -> None:
@@ -100,3 +103,14 @@ def follow_job(backend: VertexBackend, name: str, *, follow_logs: bool) -> JobSt
         )
     finally:
         view.close()
+
+
+def submitted_where(name: str, target: Target) -> list[str]:
+    """The commands that fetch the new job's outputs and show its logs, and its console page on Vertex."""
+    from vertexdist.backends.vertex.status import console_url
+
+    lines = [f"  vertexdist outputs {name} --download DIR", f"logs: vertexdist logs {name} --follow"]
+    link = console_url(name, target)
+    if link:
+        lines.append(f"console: {link}")
+    return lines

@@ -7,13 +7,19 @@ commands), then GOOGLE_CLOUD_PROJECT / GOOGLE_CLOUD_REGION; endpoints from flags
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
+    from vertexdist.backends.local import LocalBackend
     from vertexdist.backends.vertex import VertexBackend
+
+# What local-run names its jobs (local.template_job.new_job_id).
+_LOCAL_JOB_ID = re.compile(r"^local-\d{8}-\d{6}-[0-9a-f]{4}$")
 
 Project = Annotated[
     str | None,
@@ -46,13 +52,9 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text
 
 
 def vertex_backend(target: Target) -> VertexBackend:
-    """The Vertex backend for `target`, reading replica logs from the emulator when it is one."""
+    """The Vertex backend for `target` (an emulator's too: it serves Cloud Logging's API for the logs)."""
     from vertexdist.backends.vertex import VertexBackend
 
-    if target.is_emulator and target.api_endpoint:
-        from vertexdist.emulator.log_client import EmulatorLogs
-
-        return VertexBackend(target, log_source=EmulatorLogs(target.api_endpoint))
     return VertexBackend(target)
 
 
@@ -87,8 +89,9 @@ def job_backend(
 
 
 def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
-    """A bare id names a TrainingPipeline (what submit makes) or, failing that, a CustomJob (what the SDK's
-    CustomJob makes, and what `list` shows beside pipelines)."""
+    """A bare id names a TrainingPipeline (what submit makes) or, failing that, a HyperparameterTuningJob
+    (what submit makes of a tuning template) or a CustomJob (what the SDK's CustomJob makes, and what `list`
+    shows beside pipelines)."""
     from vertexdist.backends.errors import ApiCallError
 
     try:
@@ -96,10 +99,44 @@ def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
     except ApiCallError as exc:
         if exc.status != 404:
             raise
-        custom_job = pipeline_name.replace("/trainingPipelines/", "/customJobs/")
-        try:
-            backend.describe(custom_job)
-        except ApiCallError:
-            raise exc from None
-        return custom_job
+        for collection in ("hyperparameterTuningJobs", "customJobs"):
+            other = pipeline_name.replace("/trainingPipelines/", f"/{collection}/")
+            try:
+                backend.describe(other)
+            except ApiCallError as again:
+                if again.status != 404:
+                    raise
+                continue
+            return other
+        raise exc from None
     return pipeline_name
+
+
+def local_job(ref: str) -> tuple[LocalBackend, str] | None:
+    """A local-run job: its id (a folder under .vertexdist/runs) or its run folder; None for other refs."""
+    from vertexdist.backends.local import LocalBackend, UnknownLocalJob
+    from vertexdist.local.template_job import RUNS_DIR, LocalOptions
+
+    folder = Path(ref)
+    if _LOCAL_JOB_ID.match(ref.strip()) and not folder.exists():
+        folder = RUNS_DIR / ref.strip()
+        if not folder.is_dir():
+            raise UnknownLocalJob(
+                f"no run folder {folder} for the local job {ref}",
+                hint="run this where local-run ran (its jobs go to .vertexdist/runs), or pass the run folder",
+            )
+    elif not (folder.is_dir() and (folder / "job.json").is_file()):
+        return None
+
+    folder = folder.resolve()
+    return LocalBackend(LocalOptions(runs_dir=folder.parent)), folder.name
+
+
+def any_job_backend(
+    job: str, project: str | None, location: str | None, endpoint: str | None, transport: str | None
+) -> tuple[LocalBackend | VertexBackend, str]:
+    """A local-run job's backend (its id or run folder), else the Vertex (or emulator) job's."""
+    found = local_job(job)
+    if found is not None:
+        return found
+    return job_backend(job, project, location, endpoint, transport)

@@ -25,6 +25,8 @@ class LaunchRequest:
     run_dir: Path  # this job's own folder (logs, working dirs)
     gcs_root: Path  # gs://B/p is <gcs_root>/B/p for the replicas
     fetch_package: Callable[[str], Path]  # packageUri -> local sdist file
+    trial_id: str = ""  # a tuning trial's id; "" for a plain CustomJob
+    hp_metric_dir: Path | None = None  # where a trial's replicas write their cloudml-hypertune files
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ taken, so `start()` checks the port first and makes the thread a daemon (a misse
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from vertexdist.errors import VertexdistError
 
@@ -90,6 +91,33 @@ class StorageEmulator:
     def endpoint(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
+    def upload(self, source: Path, uri: str) -> bool:
+        """Copy a local file to gs://BUCKET/OBJECT (media upload); False if the bucket does not exist."""
+        bucket, name = split_gs_uri(uri)
+        url = (
+            f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o"
+            f"?uploadType=media&name={quote(name, safe='')}"
+        )
+        request = urllib.request.Request(url, data=Path(source).read_bytes(), method="POST")
+        request.add_header("Content-Type", "application/octet-stream")
+        try:
+            with urllib.request.urlopen(request, timeout=30):
+                return True
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return False
+            raise StorageError(f"writing {uri} failed: HTTP {exc.code}") from None
+
+    def publish_folder(self, folder: Path, uri_prefix: str) -> int:
+        """Upload every file under `folder` to `uri_prefix/...`; how many went up."""
+        count = 0
+        root = Path(folder)
+        for path in sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []:
+            if not self.upload(path, f"{uri_prefix.rstrip('/')}/{path.relative_to(root).as_posix()}"):
+                return count
+            count += 1
+        return count
+
     def download(self, uri: str, dest: Path) -> Path:
         """Copy gs://BUCKET/OBJECT to `dest` over the emulator's JSON API (media download)."""
         bucket, name = split_gs_uri(uri)
@@ -108,3 +136,26 @@ class StorageEmulator:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
         return dest
+
+    def _json(
+        self, method: str, path: str, body: bytes | None = None, ctype: str = "application/json"
+    ) -> Any:
+        request = urllib.request.Request(f"{self.endpoint}{path}", data=body, method=method)
+        if body is not None:
+            request.add_header("Content-Type", ctype)
+        with urllib.request.urlopen(request, timeout=300) as response:
+            return json.loads(response.read() or b"{}")
+
+    def ensure_bucket(self, bucket: str) -> None:
+        """Create `bucket` unless it exists (a replica may write to a bucket nobody made here)."""
+        try:
+            self._json("POST", "/storage/v1/b?project=emulator", json.dumps({"name": bucket}).encode())
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # 409: it exists already
+                raise StorageError(f"creating the bucket {bucket} failed: HTTP {exc.code}") from None
+
+    def md5_hashes(self, bucket: str, prefix: str) -> dict[str, str]:
+        """Object name -> md5Hash of the objects under `prefix`."""
+        query = urlencode({"prefix": prefix})
+        found = self._json("GET", f"/storage/v1/b/{quote(bucket, safe='')}/o?{query}")
+        return {item["name"]: item.get("md5Hash", "") for item in found.get("items") or []}

@@ -1,10 +1,12 @@
 """The REST front end: the wire format google-cloud-aiplatform's REST transport speaks, on loopback only.
 
 Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{parent}/customJobs`,
-`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines,
-`/v1beta1/` alike. Errors are `{"error": {code, message, status}}`, which the client maps to
-google.api_core exceptions. `$alt=json;enum-encoding=int` asks for enums as numbers.
-Emulator-only extensions live under `/vertexdist/` (replica logs, fault plan).
+`GET /v1/{name}`, `GET /v1/{parent}/customJobs`, `POST /v1/{name}:cancel`, the same for trainingPipelines and
+hyperparameterTuningJobs (these also `DELETE /v1/{name}`; `tuning_api` serves them), `/v1beta1/` alike.
+Errors are `{"error": {code, message, status}}`, which the client maps to google.api_core exceptions.
+`$alt=json;enum-encoding=int` asks for enums as numbers.
+Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging_api`). Emulator-only
+extensions live under `/vertexdist/` (the fault plan).
 Bodies are read as Google's front end reads them (`http_body`: 411, 400, 413, bounded memory), before
 routing, and the fields the emulator reads are type-checked (`shapes`): bad input is a 4xx, never a 500.
 """
@@ -21,22 +23,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from vertexdist.emulator import logging_api, tuning_api
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
+from vertexdist.emulator.log_entries import JobEntries
+from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
+from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.wire import shapes
 from vertexdist.wire.proto_json import encode_enums
 
 LOOPBACK = "127.0.0.1"
 _RESOURCE = re.compile(
-    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines)(?:/([^/:]+))?(:cancel)?$"
+    r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines|hyperparameterTuningJobs)"
+    r"(?:/([^/:]+))?(:cancel)?$"
 )
 _LINGER_S = 2.0
-_OFFSET = re.compile(r"^[0-9]{1,18}$")
-_LOGS = re.compile(
-    r"^/vertexdist/v1/(projects/[^/]+/locations/[^/]+/(?:customJobs|trainingPipelines)/[^/]+)/logs$"
-)
 
 
 def _public(resource: dict[str, Any], as_int: bool) -> dict[str, Any]:
@@ -136,8 +139,15 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         as_int = "enum-encoding=int" in query.get("$alt", "")
         try:
+            if path == logging_api.PATH and verb == "POST":
+                self._send(HTTPStatus.OK, self.server.logging.entries_list(self._body()))
+                return
             if path.startswith("/vertexdist/"):
                 self._extension(verb, path, query)
+                return
+            extra = self.server.routes.answer(verb, path, query, self._body) if self.server.routes else None
+            if extra is not None:
+                self._send(HTTPStatus.OK, extra)
                 return
             match = _RESOURCE.match(path)
             if not match:
@@ -169,6 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
             return "get"
         if verb == "POST" and cancel:
             return "cancel"
+        if verb == "DELETE" and ident is not None and not cancel:
+            return "delete"
         raise ApiError(405 if verb != "DELETE" else 501, "UNIMPLEMENTED", f"{verb} is not supported here")
 
     def _call(
@@ -181,6 +193,12 @@ class _Handler(BaseHTTPRequestHandler):
         as_int: bool,
     ) -> dict[str, Any]:
         service = self.server.service
+        if collection in tuning_api.COLLECTIONS and self.server.tuning is not None:
+            return tuning_api.call(
+                self.server.tuning, service, method, parent, ident, self._body, query, as_int
+            )
+        if method == "delete":
+            raise ApiError(501, "UNIMPLEMENTED", f"the emulator does not delete {collection}")
         name = f"{parent}/{collection}/{ident}"
         if method == "create":
             body = self._body()
@@ -214,16 +232,6 @@ class _Handler(BaseHTTPRequestHandler):
         return out
 
     def _extension(self, verb: str, path: str, query: dict[str, str]) -> None:
-        match = _LOGS.match(path)
-        if verb == "GET" and match:
-            offsets: dict[str, int] = {}
-            for key, value in query.items():
-                if key.startswith("offset."):
-                    if not _OFFSET.match(value):
-                        raise ApiError.invalid(f"{key} {value[:40]!r} is not a byte offset")
-                    offsets[key.removeprefix("offset.")] = int(value)
-            self._send(HTTPStatus.OK, self.server.service.logs(match.group(1), offsets))
-            return
         if path == "/vertexdist/v1/faults" and verb == "POST":
             try:
                 fault = Fault.from_body(self._body())
@@ -242,7 +250,14 @@ class _Handler(BaseHTTPRequestHandler):
 class VertexHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, service: EmulatorService, port: int = 0, *, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        service: EmulatorService,
+        port: int = 0,
+        *,
+        verbose: bool = False,
+        tuning: TuningService | None = None,
+    ) -> None:
         # Loopback only: the emulator runs arbitrary commands it is sent, so it must never face a network.
         try:
             super().__init__((LOOPBACK, port), _Handler)
@@ -252,6 +267,9 @@ class VertexHTTPServer(ThreadingHTTPServer):
                 hint="pick another --port, or 0 for any free port",
             ) from None
         self.service = service
+        self.logging = logging_api.LoggingApi(JobEntries(service))
+        self.tuning = tuning
+        self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
         self.faults = FaultPlan()
         self.verbose = verbose
         self._thread: threading.Thread | None = None

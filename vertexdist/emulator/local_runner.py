@@ -1,12 +1,15 @@
 """The emulator's runner: each CustomJob runs through the local backend (`vertexdist.local`).
 
 Python-package pools are fetched from the emulated bucket and pip-installed into a digest-keyed cache
-(`vertexdist.packaging.install_package`), then run as `python -m <module>`; container pools run their
-command on the host (no Docker here). Replicas get exactly local-run's environment.
+(`vertexdist.packaging.install_package`; their requirements into a job environment), then run as
+`python -m <module>`; container pools run their command isolated from the host
+(`vertexdist.local.isolated_container`). Replicas get local-run's environment, a metadata server of the
+job's service account, and this emulator's Cloud Storage endpoint.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
@@ -68,9 +71,19 @@ class LocalBackendRunner:
     """Starts jobs with the local backend; `procs_per_replica` as in `local-run --procs-per-replica`."""
 
     def __init__(
-        self, *, package_cache: Path, procs_per_replica: int | None = 1, grace_s: float = 5.0
+        self,
+        *,
+        package_cache: Path,
+        procs_per_replica: int | None = 1,
+        grace_s: float = 5.0,
+        replica_env: dict[str, str] | None = None,
+        fetch_object: Callable[[str, Path], Path] | None = None,
     ) -> None:
         self._package_cache = Path(package_cache)
+        # What replicas are pointed at besides Vertex's variables: the emulator's Cloud Storage.
+        self.replica_env = dict(replica_env or {})
+        # gs://B/O -> a local file: stages what a container's command reads under /gcs/.
+        self.fetch_object = fetch_object
         self._procs_per_replica = procs_per_replica
         self._grace_s = grace_s
 
@@ -81,6 +94,8 @@ class LocalBackendRunner:
             region=request.region,
             gcs_root=str(request.gcs_root),
             procs_per_replica=self._procs_per_replica,
+            trial_id=request.trial_id,
+            hp_metric_dir=str(request.hp_metric_dir) if request.hp_metric_dir else None,
         )
         # Packages install in the job's own thread while it is PENDING, like a VM pulling its image.
         local = start_job(
@@ -90,5 +105,8 @@ class LocalBackendRunner:
             fetch_package=request.fetch_package,
             cache_dir=self._package_cache,
             grace_s=self._grace_s,
+            serve_metadata=True,
+            replica_env=self.replica_env,
+            fetch_object=self.fetch_object,
         )
         return _LocalRunning(local)

@@ -13,15 +13,22 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 from vertexdist.emulator.execution import JobRunner
 from vertexdist.emulator.faults import FaultPlan
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
+from vertexdist.emulator.local_runner import LocalBackendRunner
+from vertexdist.emulator.models import ModelRegistry
+from vertexdist.emulator.operations import Operations
+from vertexdist.emulator.output_sync import publish_outputs
+from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import EmulatorService
 from vertexdist.emulator.store import JobStore
+from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
+from vertexdist.private_files import make_private_dir
 
 
 class DataDirInUse(VertexdistError):
@@ -72,25 +79,36 @@ class Emulator:
         self._temp = None if data_dir else Path(tempfile.mkdtemp(prefix="vertexdist-emulator-"))
         self.data_dir = Path(data_dir).resolve() if data_dir else self._temp
         assert self.data_dir is not None
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Jobs' specs (env values and all), logs and outputs: for the user only, like a run folder.
+        make_private_dir(self.data_dir)
         self._lock = _lock_data_dir(self.data_dir)
         service: EmulatorService | None = None
+        self._local_runner: LocalBackendRunner | None = None
         try:
             self.storage = StorageEmulator(
                 port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
             )
             if runner is None:
-                from vertexdist.emulator.local_runner import LocalBackendRunner
-
-                runner = LocalBackendRunner(
-                    package_cache=self.data_dir / "package-cache", procs_per_replica=procs_per_replica
+                runner = self._local_runner = LocalBackendRunner(
+                    package_cache=self.data_dir / "package-cache",
+                    procs_per_replica=procs_per_replica,
+                    fetch_object=self.storage.download,
                 )
             self.store = JobStore(self.data_dir if data_dir else None)
             service = EmulatorService(
-                self.store, runner, work_dir=self.data_dir, fetch_package=self._fetch, hold_get_s=hold_get_s
+                self.store,
+                runner,
+                work_dir=self.data_dir,
+                fetch_package=self._fetch,
+                hold_get_s=hold_get_s,
+                publish_outputs=self._publish,
             )
             self.service = service
-            self.http = VertexHTTPServer(self.service, port, verbose=verbose)
+            self.tuning = TuningService(service, work_dir=self.data_dir)
+            self.http = VertexHTTPServer(self.service, port, verbose=verbose, tuning=self.tuning)
+            self.models = ModelRegistry(self.store, publish=self._publish_artifacts)
+            service.on_pipeline_success = self.models.upload_for_pipeline
+            self.http.routes = EmulatorRoutes(service, self.models, Operations(self.store))
         except BaseException:
             # E.g. the port is taken: leave no supervisor thread, data-folder lock or temporary folder behind.
             if service is not None:
@@ -102,6 +120,18 @@ class Emulator:
     def _fetch(self, uri: str, folder: Path) -> Path:
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
         return self.storage.download(uri, folder / key / uri.rsplit("/", 1)[-1])
+
+    def _publish(self, spec: dict[str, Any]) -> list[str]:
+        assert self.data_dir is not None
+        return publish_outputs(self.storage, self.data_dir / "gcs", spec)
+
+    def _publish_artifacts(self, uri: str) -> int:
+        """What replicas wrote under gs://B/p through the local folder (VERTEXDIST_GCS_ROOT), uploaded to
+        the storage emulator, where the SDK and storage clients look for a model's files."""
+        if not uri.startswith("gs://"):
+            return 0
+        assert self.data_dir is not None
+        return self.storage.publish_folder(self.data_dir / "gcs" / uri.removeprefix("gs://"), uri)
 
     @property
     def faults(self) -> FaultPlan:
@@ -118,6 +148,9 @@ class Emulator:
     def start(self) -> Emulator:
         try:
             self.storage.start()
+            if self._local_runner is not None:
+                # Code in a job that uses google-cloud-storage reaches this emulator's, as on Vertex GCS.
+                self._local_runner.replica_env["STORAGE_EMULATOR_HOST"] = self.storage.endpoint
             self.http.start()
         except BaseException:
             self.stop()
@@ -129,6 +162,7 @@ class Emulator:
         """Stop serving, stop every running job's replicas, stop the storage thread (never leave it)."""
         try:
             self.http.stop()
+            self.tuning.close()
             self.service.close()
         finally:
             self.storage.stop()

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import os
 import re
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,6 @@ from vertexdist.emulator import validation
 from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
 from vertexdist.emulator.filters import parse_filter
 from vertexdist.emulator.store import TERMINAL_STATES, JobStore, Resource, is_terminal, new_id
-from vertexdist.local.logs import read_pages
 from vertexdist.wire.enums import job_to_pipeline_state
 from vertexdist.wire.proto_json import (
     CUSTOM_TASK_DEFINITION,
@@ -35,8 +36,10 @@ from vertexdist.wire.proto_json import (
 # Internal fields of stored resources start with "_" and never leave the emulator.
 PIPELINE_KEY = "_pipeline"
 PIDS_KEY = "_pids"
+TRIAL_KEY = "_trial"  # a tuning trial's CustomJob: {"id", "metricDir", "tuningJob"}
 _PARENT = re.compile(r"^projects/([^/]+)/locations/([^/]+)$")
 _SUPERVISE_INTERVAL_S = 0.05
+_log = logging.getLogger(__name__)
 # google.rpc.Code values used in `error` of failed jobs.
 _CODE_CANCELLED = 1
 _CODE_INTERNAL = 13
@@ -77,12 +80,16 @@ class EmulatorService:
         work_dir: Path,
         fetch_package: Any,
         hold_get_s: float = 0.0,
+        publish_outputs: Callable[[dict[str, Any]], object] | None = None,
     ) -> None:
         self.store = store
+        self._publish_outputs = publish_outputs
         self._runner = runner
         self._work_dir = Path(work_dir)
         self._fetch_package = fetch_package
         self.hold_get_s = hold_get_s
+        # (pipeline, its succeeded job) -> fields the pipeline gets, e.g. the uploaded model (models.py).
+        self.on_pipeline_success: Callable[[Resource, Resource], dict[str, Any]] | None = None
         self._running: dict[str, RunningJob] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -92,7 +99,12 @@ class EmulatorService:
 
     # --- JobService -------------------------------------------------------------------------------
     def create_custom_job(
-        self, parent: str, body: dict[str, Any], *, pipeline: str | None = None
+        self,
+        parent: str,
+        body: dict[str, Any],
+        *,
+        pipeline: str | None = None,
+        trial: dict[str, str] | None = None,
     ) -> Resource:
         project, location = parse_parent(parent)
         self._check_location(location)
@@ -106,6 +118,8 @@ class EmulatorService:
         job = _new_resource(parent, "customJobs", body, "JOB_STATE_QUEUED", jobSpec=spec)
         if pipeline:
             job[PIPELINE_KEY] = pipeline
+        if trial:
+            job[TRIAL_KEY] = dict(trial)
         created = self.store.insert(job)
         self._launch_later(created["name"], project, location, pipeline)
         return created
@@ -190,21 +204,15 @@ class EmulatorService:
             self.store.update(name, lambda p: p.update(state="PIPELINE_STATE_CANCELLING"))
         self._request_cancel(job_name)
 
-    def logs(self, name: str, offsets: dict[str, int]) -> dict[str, Any]:
-        """New replica log text since `offsets` (replica -> byte offset), for `vertexdist logs --follow`."""
+    def log_files(self, name: str) -> dict[str, Path]:
+        """Replica name -> log file of a CustomJob, running or not; a pipeline's are its CustomJob's."""
         found = self.store.get(name)
         if found is None:
             raise ApiError.not_found(name)
         job_name = found.get("trainingTaskMetadata", {}).get("backingCustomJob", name)
-        job = self.store.get(job_name) or found
         with self._lock:
             handle = self._running.get(job_name)
-        files = handle.log_files() if handle else self._saved_log_files(job_name)
-        chunks = [
-            {"replica": p.replica, "text": p.text, "nextOffset": p.next_offset}
-            for p in read_pages(files, offsets)
-        ]
-        return {"job": job_name, "state": job.get("state"), "logs": chunks}
+        return handle.log_files() if handle else self._saved_log_files(job_name)
 
     def close(self, grace_s: float = 15.0) -> None:
         """Stop supervising, then stop every running job's replicas and wait for them to be gone.
@@ -270,6 +278,9 @@ class EmulatorService:
         pipeline = self._pipeline_of(job)
         if pipeline:
             mirrored = copy.deepcopy(fields)
+            found = self.store.get(pipeline)
+            if job["state"] == "JOB_STATE_SUCCEEDED" and self.on_pipeline_success and found:
+                mirrored.update(self.on_pipeline_success(found, job))  # before clients read SUCCEEDED
 
             def mirror(p: Resource) -> None:
                 p["state"] = job_to_pipeline_state(job["state"])
@@ -293,6 +304,7 @@ class EmulatorService:
             return
         self._set_state(job_name, "JOB_STATE_PENDING", unless_cancelling=True)
         job_dir = self._job_dir(job_name)
+        trial = job.get(TRIAL_KEY) or {}
         request = LaunchRequest(
             job_id=job_name.rsplit("/", 1)[1],
             spec=job["jobSpec"],
@@ -301,6 +313,8 @@ class EmulatorService:
             run_dir=job_dir,
             gcs_root=self._work_dir / "gcs",
             fetch_package=lambda uri: self._fetch_package(uri, job_dir / "packages"),
+            trial_id=str(trial.get("id", "")),
+            hp_metric_dir=Path(trial["metricDir"]) if trial.get("metricDir") else None,
         )
         try:
             handle = self._runner.start(request)
@@ -359,6 +373,16 @@ class EmulatorService:
         if handle is not None:
             handle.cancel()
 
+    def _publish(self, job_name: str) -> None:
+        """The job's output folder into the emulated Cloud Storage, before its final state says it is done."""
+        job = self.store.get(job_name)
+        if self._publish_outputs is None or job is None:
+            return
+        try:
+            self._publish_outputs(job.get("jobSpec") or {})
+        except Exception as exc:  # outputs that cannot be published must not leave the job unfinished
+            _log.warning("publishing the outputs of %s failed: %s", job_name, exc)
+
     def _supervise(self) -> None:
         while not self._stop.wait(_SUPERVISE_INTERVAL_S):
             with self._lock:
@@ -378,6 +402,7 @@ class EmulatorService:
                     continue
                 with self._lock:
                     self._running.pop(job_name, None)
+                self._publish(job_name)
                 if status_state == "SUCCEEDED":
                     self._set_state(job_name, "JOB_STATE_SUCCEEDED")
                 elif status_state == "CANCELLED":

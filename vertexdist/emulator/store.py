@@ -1,8 +1,10 @@
 """The emulator's job store: Vertex resources as proto-JSON dicts, kept in memory and mirrored to disk.
 
 One JSON file per resource under `<data_dir>/resources/<collection>/<id>.json`, written atomically, so a
-restarted emulator shows the same jobs. A job that was not finished when the emulator stopped cannot be
-resumed (its replica processes died with it), so loading marks it FAILED and says why.
+restarted emulator shows the same jobs. The files hold what clients sent, secret env values included (a Get
+returns them, as Vertex's does), so they are the user's alone: files 0600, folders 0700. A job that was not
+finished when the emulator stopped cannot be resumed (its replica processes died with it), so loading marks
+it FAILED and says why.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vertexdist.private_files import make_private_dir
 from vertexdist.wire.enums import TERMINAL_JOB_STATES
 from vertexdist.wire.proto_json import now_rfc3339
 
-COLLECTIONS = ("customJobs", "trainingPipelines")
+COLLECTIONS = ("customJobs", "trainingPipelines", "hyperparameterTuningJobs", "models", "operations")
 TERMINAL_STATES = TERMINAL_JOB_STATES | {
     "PIPELINE_STATE_SUCCEEDED",
     "PIPELINE_STATE_FAILED",
@@ -65,8 +68,10 @@ class JobStore:
         if not self._data_dir:
             return
         path = self._path(resource["name"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        if not path.parent.is_dir():
+            make_private_dir(path.parent.parent)
+            make_private_dir(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")  # created 0600
         try:
             with os.fdopen(fd, "w") as handle:
                 json.dump(resource, handle, indent=1, sort_keys=True)
@@ -88,7 +93,7 @@ class JobStore:
                     resource = json.loads(path.read_text())
                 except (OSError, ValueError):
                     continue  # a torn file from a crash mid-write is skipped, not fatal
-                if not is_terminal(resource):
+                if "state" in resource and not is_terminal(resource):  # jobs; models have no state
                     self._mark_interrupted(resource)
                     self._persist(resource)
                 self._resources[resource["name"]] = resource
@@ -126,6 +131,15 @@ class JobStore:
             self._persist(resource)
             self._changed.notify_all()
             return copy.deepcopy(resource)
+
+    def delete(self, name: str) -> Resource | None:
+        """Remove a resource (and its file); returns it as it was, or None if there was none."""
+        with self._changed:
+            found = self._resources.pop(name, None)
+            if found is not None and self._data_dir:
+                self._path(name).unlink(missing_ok=True)
+            self._changed.notify_all()
+            return found
 
     def names(self) -> list[str]:
         with self._changed:

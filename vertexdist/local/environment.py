@@ -2,8 +2,8 @@
 
 Per replica: CLUSTER_SPEC (every pool, this replica's task), TF_CONFIG (distributed jobs only;
 chief/worker/ps, never evaluator), MASTER_ADDR/MASTER_PORT/WORLD_SIZE (= nodes, pools 0+1) and RANK
-(= node index) for distributed jobs, AIP_*_DIR under the base output directory, CLOUD_ML_*, and the pool's
-own env. Local additions:
+(= node index) for distributed jobs, AIP_*_DIR under the base output directory, CLOUD_ML_* (with
+CLOUD_ML_TRIAL_ID and CLOUD_ML_HP_METRIC_FILE for a tuning trial), and the pool's own env. Local additions:
 VERTEXDIST_GCS_ROOT (where gs:// lives on this machine), VERTEXDIST_NPROC_PER_NODE, CUDA_VISIBLE_DEVICES.
 """
 
@@ -56,6 +56,10 @@ class JobContext:
     procs_per_replica: int | None = None
     # Used when the spec has no baseOutputDirectory, so the model still lands in the run folder.
     default_output_uri: str | None = None
+    # A tuning trial: its id (CLOUD_ML_TRIAL_ID, CLUSTER_SPEC task.trial) and the folder of its replicas'
+    # cloudml-hypertune metric files, one per replica as each Vertex VM has its own.
+    trial_id: str = ""
+    hp_metric_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +175,12 @@ def _tf_config(
     tf_cluster = {pool.role: list(cluster[pool.name]) for pool in job.pools if pool.role != "evaluator"}
     return {
         "cluster": tf_cluster,
-        "task": {"type": slot.pool.role, "index": slot.index, "cloud": f"{ctx.job_id}-{slot.name}"},
+        "task": {
+            "type": slot.pool.role,
+            "index": slot.index,
+            **({"trial": ctx.trial_id} if ctx.trial_id else {}),
+            "cloud": f"{ctx.job_id}-{slot.name}",
+        },
         "job": dict(job.raw),
         "environment": "cloud",
     }
@@ -192,7 +201,7 @@ def replica_env(
         {
             "cluster": {name: list(addresses) for name, addresses in cluster.items()},
             "environment": "cloud",
-            "task": {"type": slot.pool.name, "index": slot.index, "trial": ""},
+            "task": {"type": slot.pool.name, "index": slot.index, "trial": ctx.trial_id},
             "job": dict(job.raw),
         },
         separators=(",", ":"),
@@ -211,12 +220,21 @@ def replica_env(
     env["CLOUD_ML_PROJECT_ID"] = ctx.project
     env["CLOUD_ML_JOB_ID"] = ctx.job_id
     env["CLOUD_ML_REGION"] = ctx.region
+    if ctx.trial_id:
+        env["CLOUD_ML_TRIAL_ID"] = ctx.trial_id
+        if ctx.hp_metric_dir:
+            env["CLOUD_ML_HP_METRIC_FILE"] = hp_metric_file(ctx.hp_metric_dir, slot.name)
     env["VERTEXDIST_GCS_ROOT"] = ctx.gcs_root
     if slot.pool.kind != "reduction_server":
         env["VERTEXDIST_NPROC_PER_NODE"] = str(procs_per_node(slot.pool, ctx.procs_per_replica))
     if cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
     return env
+
+
+def hp_metric_file(metric_dir: str, replica: str) -> str:
+    """Where a trial's replica writes its cloudml-hypertune reports (the tuning loop reads the chief's)."""
+    return f"{metric_dir.rstrip('/')}/{replica}.metrics"
 
 
 def child_environment(base: Mapping[str, str], replica: Mapping[str, str]) -> dict[str, str]:

@@ -9,18 +9,24 @@ source tree.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vertexdist.errors import VertexdistError
 from vertexdist.local.environment import JobContext
+from vertexdist.local.job_services import JobServices, replica_base_env
+from vertexdist.local.metadata_server import JobIdentity
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, LaunchPlan
 from vertexdist.local.request import LocalRequest, build_request
 from vertexdist.local.runner import DEFAULT_GRACE_S, DEFAULT_SETTLE_S, JobEvent, LocalJob
-from vertexdist.wire.job_spec import parse_job_spec
+from vertexdist.wire.job_spec import JobSpec, parse_job_spec
 
 FetchPackage = Callable[[str], Path]
+FetchObject = Callable[[str, Path], Path]
 InstallPackage = Callable[[Path, Path], Path]
 
 
@@ -30,17 +36,31 @@ def _default_install(sdist: Path, cache_dir: Path) -> Path:
     return install_package(sdist, cache_dir)
 
 
-def _ready(request: LocalRequest, install: InstallPackage) -> LaunchPlan:
-    """Everything the plan assumes exists: installed packages, the image and the job network."""
+def identity_of(request: LocalRequest) -> JobIdentity:
+    """Who the job's code runs as: its project and region, the spec's service account (or Vertex's)."""
+    ctx = request.ctx
+    return JobIdentity(ctx.project, ctx.region, ctx.job_id, str(request.job.raw.get("serviceAccount") or ""))
+
+
+def _ready(request: LocalRequest, install: InstallPackage, services: JobServices | None = None) -> LaunchPlan:
+    """Everything the plan assumes exists: the requirements' environment, installed packages, the image
+    and the job network, the services replicas reach (not for containers, which cannot reach loopback)."""
+    if request.env is not None:
+        from vertexdist.local.requirements_env import ensure_env
+
+        ensure_env(request.env)
     for item in request.installs:
         install(item.sdist, item.target.parent)
     if request.docker is not None:
         request.docker.prepare()
-    return request.plan
+        return request.plan
+    return services.start(request.plan) if services is not None else request.plan
 
 
-def _finish(request: LocalRequest) -> None:
+def _finish(request: LocalRequest, services: JobServices | None = None) -> None:
     request.release()
+    if services is not None:
+        services.stop()
     if request.docker is not None:
         request.docker.finish()
 
@@ -54,22 +74,48 @@ def schedule(
     settle_s: float = DEFAULT_SETTLE_S,
     timeout_s: float | None = None,
     install: InstallPackage | None = None,
+    services: JobServices | None = None,
 ) -> LocalJob:
-    """Start `request` and return at once; a failure while it is PENDING fails the job with the reason."""
+    """Start `request` and return at once; a failure while it is PENDING fails the job with the reason.
+    `services` (a metadata server, extra endpoints) run for the job's length."""
 
     def finish() -> None:
-        _finish(request)
+        _finish(request, services)
         if on_finish is not None:
             on_finish()
 
     return LocalJob(
-        lambda: _ready(request, install or _default_install),
+        lambda: _ready(request, install or _default_install, services),
         on_event=on_event,
         on_finish=finish,
         grace_s=grace_s,
         settle_s=settle_s,
         timeout_s=timeout_s,
+        base_env=services.base_env() if services is not None else None,
     ).start()
+
+
+def _stage_gcs_inputs(job: JobSpec, gcs_root: Path, fetch_object: FetchObject | None) -> None:
+    """Copy the objects the container pools' commands name under `/gcs/` into the job's storage folder."""
+    from vertexdist.local.isolated_container import gcs_objects
+
+    if fetch_object is None:
+        return
+    words = [w for p in job.pools if p.kind == "container" for w in (*p.command, *p.args)]
+    for uri in gcs_objects(words):
+        with contextlib.suppress(VertexdistError):  # an output path, or a folder: nothing to stage
+            fetch_object(uri, gcs_root / uri.removeprefix("gs://"))
+
+
+def _isolate_containers(request: LocalRequest, fetch_object: FetchObject | None, python: str) -> LaunchPlan:
+    """The plan with its container replicas isolated from this host, their `/gcs/` inputs staged."""
+    from vertexdist.local.isolated_container import isolated_plan, make_sandboxes
+
+    gcs_root = Path(request.ctx.gcs_root)
+    _stage_gcs_inputs(request.job, gcs_root, fetch_object)
+    plan = isolated_plan(request.plan, gcs_root, os.environ.get("PATH", os.defpath))
+    make_sandboxes(plan, python)
+    return plan
 
 
 def start_job(
@@ -87,13 +133,30 @@ def start_job(
     install: InstallPackage | None = None,
     max_restarts: int = DEFAULT_MAX_RESTARTS,
     python: str = sys.executable,
+    serve_metadata: bool = False,
+    replica_env: Mapping[str, str] | None = None,
+    fetch_object: FetchObject | None = None,
 ) -> LocalJob:
     """Start `spec` as a local job and return at once. While it is PENDING its packages are fetched and
-    installed and its ports reserved; a spec that cannot run locally makes it FAILED with the reason."""
+    installed and its ports reserved; a spec that cannot run locally makes it FAILED with the reason.
+    `serve_metadata` gives the replicas a metadata server of the job's service account; `replica_env`
+    (e.g. the emulator's STORAGE_EMULATOR_HOST) is added to every replica's environment. Container pools
+    run isolated (`isolated_container`); `fetch_object(gs_uri, dest)` copies the objects their command
+    names under `/gcs/` into the job's Cloud Storage folder first."""
     requests: list[LocalRequest] = []
+    services = JobServices(env=dict(replica_env or {}))
 
     def prepare() -> LaunchPlan:
-        job = parse_job_spec(spec)
+        from vertexdist.local.runtime_containers import container_runtime, runs_in_runtime, runtime_request
+
+        job = parse_job_spec(spec, require_command=False)
+        runtime = container_runtime() if runs_in_runtime(job) else None
+        if runtime is not None:
+            _stage_gcs_inputs(job, Path(ctx.gcs_root), fetch_object)
+            request = runtime_request(job, ctx, Path(run_dir), runtime, max_restarts)
+            requests.append(request)
+            return _ready(request, install or _default_install)
+        job = parse_job_spec(spec)  # without a runtime, a container pool needs its command
         uris = dict.fromkeys(uri for pool in job.pools for uri in pool.package_uris)
         request = build_request(
             job,
@@ -106,12 +169,22 @@ def start_job(
             max_restarts=max_restarts,
         )
         requests.append(request)
-        return _ready(request, install or _default_install)
+        if any(r.kind == "container" for r in request.plan.replicas):
+            request.plan = _isolate_containers(request, fetch_object, python)
+        if serve_metadata:
+            services.identity = identity_of(request)
+        return _ready(request, install or _default_install, services)
 
     def finish() -> None:
         for request in requests:
-            _finish(request)
+            _finish(request, services)
 
     return LocalJob(
-        prepare, on_event=on_event, on_finish=finish, grace_s=grace_s, settle_s=settle_s, timeout_s=timeout_s
+        prepare,
+        on_event=on_event,
+        on_finish=finish,
+        grace_s=grace_s,
+        settle_s=settle_s,
+        timeout_s=timeout_s,
+        base_env=replica_base_env(serve_metadata),
     ).start()

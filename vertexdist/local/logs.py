@@ -1,14 +1,12 @@
-"""Reading replica log files while a job runs: new complete lines since the last poll, a file's last lines,
-and byte-offset pages (what `logs --follow` asks the local backend and the emulator for)."""
+"""Reading replica log files while a job runs: new complete lines since the last poll, and a file's last
+lines (what the live view and a failed job's message show; `log_records` reads them with stream and time)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 TAIL_LINES = 12
-PAGE_BYTES = 1 << 20
 
 
 class LogFollower:
@@ -50,27 +48,3 @@ def last_lines(path: Path, count: int = TAIL_LINES) -> list[str]:
     except OSError:
         return []
     return data.decode(errors="replace").splitlines()[-count:]
-
-
-@dataclass(frozen=True)
-class LogPage:
-    """Up to `PAGE_BYTES` of one replica's log from a byte offset, and where the next page starts."""
-
-    replica: str
-    text: str
-    next_offset: int
-
-
-def read_pages(files: Mapping[str, Path], offsets: Mapping[str, int]) -> list[LogPage]:
-    """The text each replica's log gained since `offsets` (replica -> byte offset), replicas in name order."""
-    pages = []
-    for replica, path in sorted(files.items()):
-        start = offsets.get(replica, 0)
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(start)
-                data = handle.read(PAGE_BYTES)
-        except OSError:
-            data = b""
-        pages.append(LogPage(replica, data.decode("utf-8", "replace"), start + len(data)))
-    return pages

@@ -19,11 +19,13 @@ from vertexdist.local.gpus import host_gpus
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, LaunchPlan, build_plan
 from vertexdist.local.ports import PortReservation, reserve_ports
 from vertexdist.local.ray_check import require_ray
+from vertexdist.local.requirements_env import RequirementsEnv, plan_env
 from vertexdist.wire.job_spec import JobSpec, JobSpecError
 
 if TYPE_CHECKING:
     from vertexdist.container.ensure import BuildPlan
     from vertexdist.local.docker_launcher import DockerSetup
+    from vertexdist.local.runtime_containers import PulledImages
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,9 @@ class LocalRequest:
     ctx: JobContext
     plan: LaunchPlan
     installs: tuple[PackageInstall, ...] = ()
-    docker: DockerSetup | None = None
+    # The job's own environment for its packages' requirements; None runs them with this interpreter.
+    env: RequirementsEnv | None = None
+    docker: DockerSetup | PulledImages | None = None
     ports: PortReservation | None = field(default=None, repr=False)
     display_name: str = ""
 
@@ -95,6 +99,7 @@ def build_request(
     """The request for `job` with its replicas as processes on this host (ports reserved here)."""
     require_ray(job, python)
     installs = _installs(job, sdists, cache_dir)
+    env = plan_env([item.sdist for item in installs], Path(cache_dir) / "envs", python)
     reservation = reserve_ports(len(replica_slots(job)))
     try:
         plan = build_plan(
@@ -102,7 +107,7 @@ def build_request(
             ctx,
             ports=reservation.ports,
             run_dir=Path(run_dir),
-            python=python,
+            python=str(env.python) if env else python,
             package_dirs={item.uri: str(item.target) for item in installs},
             host_gpus=host_gpus() if gpus is None else gpus,
             max_restarts=max_restarts,
@@ -110,7 +115,7 @@ def build_request(
     except BaseException:
         reservation.release()
         raise
-    return LocalRequest(job, ctx, plan, installs, ports=reservation, display_name=display_name)
+    return LocalRequest(job, ctx, plan, installs, env, ports=reservation, display_name=display_name)
 
 
 def build_docker_request(

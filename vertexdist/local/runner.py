@@ -5,8 +5,19 @@
   scheduler does the same).
 - The job succeeds when the chief (pool 0) exits 0 and no training replica (pools 0 and 1) failed: workers
   get `settle_s` to exit after the chief, then are stopped. The first replica that fails fails the job and
-  every other replica is stopped at once. With `restartJobOnWorkerRestart` the whole job is
+  every other replica is stopped. With `restartJobOnWorkerRestart` the whole job is
   restarted instead, up to `max_restarts` times, with the same cluster (as Vertex keeps host names).
+- Each replica's stdout and stderr go to its one log file: stdout directly, stderr through a `LogCapture`,
+  which notes which bytes are whose and when (Vertex logs stderr as ERROR; `local.log_capture`).
+- Blame: a failure usually takes its peers down within milliseconds (gloo's "Connection closed by peer"),
+  and their exits can be reported in any order. So each exit is timestamped where it is reaped, and once a
+  failure is seen the runner waits `BLAME_WINDOW_S` (up to `CAUSE_WAIT_S` while every failure seen only
+  lost its peer) for the other exits of that moment before it stops anything; the first by exit time that
+  did not only lose its peer is named (`vertexdist.local.blame`).
+  Replicas that exited on their own in that window keep their own state (FAILED, with their own exit
+  code); only those the job ended are STOPPED.
+- A supervisor that dies (SIGKILL included) takes the job down with it: a `Watchdog` process per job stops
+  every process group the job registered, and every process carrying the job's token, within 10 s.
 - States use Vertex's names (reference/vertex.md §4.4: JobState).
 
 `LocalJob` is a library API (the emulator uses it): start, read state, cancel, wait, find log files.
@@ -27,14 +38,26 @@ from enum import Enum
 from pathlib import Path
 
 from vertexdist.errors import VertexdistError
+from vertexdist.local.blame import RESTART_MARK, Failure, first_failure, needs_cause
 from vertexdist.local.environment import child_environment
+from vertexdist.local.log_capture import LogCapture
+from vertexdist.local.logs import last_lines
 from vertexdist.local.plan import LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
+from vertexdist.local.watchdog import TOKEN_VARIABLE, Watchdog, job_processes
+from vertexdist.private_files import make_private_dir, open_private
 
 DEFAULT_GRACE_S = 5.0
 # After the chief succeeds, how long the other training replicas get to exit on their own before the job
 # (already a success) stops them; DDP workers normally finish within a second of the chief.
 DEFAULT_SETTLE_S = 10.0
+# How long a replica's exit waits for the rest of its output to reach the log.
+LOG_DRAIN_S = 1.0
+# How long after a failure the runner waits for the other exits of the same moment before it names the
+# first and stops the rest: peers that lose a connection exit within milliseconds, their reports in any order.
+BLAME_WINDOW_S = 0.5
+# ... and how long, at most, while every failure seen only lost its peer: the cause is still tearing down.
+CAUSE_WAIT_S = 3.0
 
 
 class JobState(str, Enum):
@@ -121,6 +144,7 @@ class _Running:
     stopped_by_job: bool = False
     exit_code: int | None = None
     pgid: int | None = None
+    exited_at: float | None = None  # time.monotonic() where the exit was reaped
 
 
 @dataclass
@@ -142,6 +166,17 @@ def _group_alive(pgid: int) -> bool:
         return True
     # Zombies (reparented orphans not yet reaped by init) still answer killpg(0); they hold no resources.
     return bool(group_members(pgid))
+
+
+def _leader_exited(pid: int) -> bool:
+    """Whether the process has exited (a zombie not yet reaped, or gone), whatever reaps it later."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith(("Z", "X"))
 
 
 def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
@@ -208,6 +243,7 @@ class LocalJob:
         self._thread: threading.Thread | None = None
         self._live: dict[str, _Running] = {}  # the current attempt's processes
         self._live_events: queue.Queue[str] = queue.Queue()  # where their exits are reported
+        self._watchdog: Watchdog | None = None
         if self.plan is not None:
             self._init_replicas(self.plan)
 
@@ -308,6 +344,9 @@ class LocalJob:
                     self._stop_all(self._live, self._live_events)
             self._set_job(JobState.FAILED, error=JobError(CODE_INTERNAL, f"local backend error: {exc}"))
         finally:
+            if self._watchdog is not None:
+                with contextlib.suppress(Exception):
+                    self._watchdog.close()
             with self._lock:
                 self._ended_at = time.monotonic()
             if self._on_finish is not None:
@@ -335,9 +374,14 @@ class LocalJob:
             return
         timeout = self._timeout_override if self._timeout_override is not None else plan.timeout_s
         deadline = self._started_at + timeout if timeout else None
+        make_private_dir(plan.run_dir)
         for replica in plan.replicas:
-            replica.cwd.mkdir(parents=True, exist_ok=True)
-            replica.log_path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(replica.cwd)
+            make_private_dir(replica.log_path.parent)
+        self._watchdog = Watchdog.start(grace_s=self._grace_s, label=f"job {plan.job_id}")
+        for replica in plan.replicas:
+            if replica.stop_argv:
+                self._watchdog.add_stop_command(replica.stop_argv)
         attempt = 0
         while True:
             outcome = self._run_attempt(plan, attempt, deadline)
@@ -355,29 +399,38 @@ class LocalJob:
             return
 
     def _start_replica(self, launch: ReplicaLaunch, attempt: int, events: queue.Queue[str]) -> _Running:
-        with open(launch.log_path, "ab") as log:
+        assert self._watchdog is not None
+        env = child_environment(self._base_env, {**launch.env, TOKEN_VARIABLE: self._watchdog.token})
+        with open(open_private(launch.log_path, os.O_WRONLY | os.O_APPEND), "ab") as log:
+            capture = LogCapture(launch.log_path)  # stderr told apart from stdout: see local.log_capture
             if attempt:
-                log.write(f"----- vertexdist: job restart {attempt} -----\n".encode())
-                log.flush()
+                capture.note(f"{RESTART_MARK} {attempt} -----")
             try:
                 proc = subprocess.Popen(
                     list(launch.argv),
-                    env=child_environment(self._base_env, launch.env),
+                    env=env,
                     cwd=launch.cwd,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
-                    stderr=subprocess.STDOUT,
+                    stderr=capture.stderr,
                     start_new_session=True,
                 )
             except OSError as exc:
+                capture.abandon()
                 log.write(f"vertexdist: cannot start {launch.argv[0]}: {exc}\n".encode())
-                running = _Running(launch, None, done=True, exit_code=127)
+                running = _Running(launch, None, exit_code=127, exited_at=time.monotonic())
                 events.put(launch.name)
                 return running
+            capture.start(launch.name)
+        self._watchdog.add_group(proc.pid)
         running = _Running(launch, proc, pgid=proc.pid)
 
         def wait_for_exit() -> None:
             proc.wait()
+            running.exited_at = time.monotonic()  # before the report: the queue orders the two
+            # Its last lines (a traceback) are in the log before its exit is reported; workers it left
+            # holding the pipes do not hold the report up for long.
+            capture.wait(LOG_DRAIN_S)
             events.put(launch.name)
 
         threading.Thread(target=wait_for_exit, name=f"wait-{launch.name}", daemon=True).start()
@@ -431,8 +484,12 @@ class LocalJob:
             self._record_exit(run)
             code = run.exit_code or 0
             if code != 0:
-                message = f"The replica {name} {describe_exit(code)}."
-                error = JobError(CODE_INVALID_ARGUMENT, message, replica=name, exit_code=code)
+                first = self._first_failure(running, events)
+                first_code = first.exit_code or 0
+                message = f"The replica {first.launch.name} {describe_exit(first_code)}."
+                error = JobError(
+                    CODE_INVALID_ARGUMENT, message, replica=first.launch.name, exit_code=first_code
+                )
                 outcome = _Outcome(JobState.FAILED, error, retryable=True)
                 break
             pending.discard(name)
@@ -444,8 +501,38 @@ class LocalJob:
         self._live = {}
         return outcome
 
+    def _first_failure(self, running: dict[str, _Running], events: queue.Queue[str]) -> _Running:
+        """Once a replica failed: the exits of that moment recorded as they were, and the one to name.
+
+        Nothing is stopped yet, so a replica that exits in the window exited on its own. Every exit's time
+        is where it was reaped, which orders them however their reports were queued; `blame.first_failure`
+        names the first of them that did not only lose its peer. While every failure seen only lost its
+        peer, the window stretches up to `CAUSE_WAIT_S` for the replica that caused them."""
+        started = time.monotonic()
+        failures: dict[str, Failure] = {}
+
+        def seen() -> list[Failure]:
+            for run in running.values():
+                if run.done and (run.exit_code or 0) != 0 and run.launch.name not in failures:
+                    name = run.launch.name
+                    exited = run.exited_at if run.exited_at is not None else time.monotonic()
+                    failures[name] = Failure(name, exited, last_lines(run.launch.log_path))
+            return list(failures.values())
+
+        while not all(run.done for run in running.values()):
+            window = CAUSE_WAIT_S if needs_cause(seen()) else BLAME_WINDOW_S
+            left = started + window - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                name = events.get(timeout=min(left, 0.05))
+            except queue.Empty:
+                continue
+            self._record_exit(running[name])
+        return running[first_failure(seen()).name]
+
     def _record_exit(self, run: _Running) -> None:
-        if run.done and run.proc is not None:
+        if run.done:
             return
         if run.proc is not None:
             run.exit_code = run.proc.returncode
@@ -468,14 +555,28 @@ class LocalJob:
                 if run.launch.stop_argv:
                     _run_stop_command(run.launch)
 
+    def _forget_groups(self, running: dict[str, _Running]) -> None:
+        """Groups seen gone leave the watchdog's list: their ids may be given to other processes now."""
+        if self._watchdog is not None:
+            for run in running.values():
+                if run.pgid is not None:
+                    self._watchdog.remove_group(run.pgid)
+
+    def _strays(self) -> list[int]:
+        """Processes of the job outside its groups: they started sessions of their own (ray's daemons)."""
+        return job_processes((), self._watchdog.token) if self._watchdog is not None else []
+
     def _stop_groups(self, running: dict[str, _Running], events: queue.Queue[str]) -> None:
-        """SIGTERM every process group of the job, wait up to the grace period, then SIGKILL what is left."""
+        """SIGTERM every process group of the job, wait up to the grace period, then SIGKILL what is left;
+        the same for processes that carry the job's token but left its groups."""
         for run in running.values():
-            if not run.done:
+            # A replica that already exited on its own (its report not read yet) keeps its own state.
+            if not run.done and run.proc is not None and not _leader_exited(run.proc.pid):
                 run.stopped_by_job = True
             _signal_group(run.pgid, signal.SIGTERM)
         deadline = time.monotonic() + self._grace_s
         killed = False
+        strays_told: set[int] = set()
         while True:
             while True:
                 try:
@@ -487,11 +588,20 @@ class LocalJob:
             groups_gone = leaders_done and not any(
                 run.pgid is not None and _group_alive(run.pgid) for run in running.values()
             )
-            if groups_gone:
+            strays = self._strays() if groups_gone else []
+            if groups_gone and not strays:
+                self._forget_groups(running)
                 return
+            for pid in set(strays) - strays_told:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL if killed else signal.SIGTERM)
+                strays_told.add(pid)
             if time.monotonic() >= deadline and not killed:
                 for run in running.values():
                     _signal_group(run.pgid, signal.SIGKILL)
+                for pid in strays:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
                 killed = True
                 deadline = time.monotonic() + self._grace_s
             elif killed and time.monotonic() >= deadline:

@@ -3,6 +3,10 @@ CustomJobSpec), read once into the typed job, and planned.
 
 A `build` template runs its image on Vertex; here its replicas run the image's command on the host, from
 the build context, with the Dockerfile's environment, or (`docker=True`) as containers of the built image.
+
+The job's own output folder is `<base>/<job id>` (see `vertexdist.render`), in the run's own gs:// namespace
+(`<run folder>/gcs`), unless `resume_from` names an earlier run to continue (`vertexdist.local.resume`).
+The run folder is the user's alone (mode 0700): its files hold the job's spec.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import TYPE_CHECKING
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
 from vertexdist.local.request import LocalRequest, build_docker_request, build_request
+from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.wire.job_spec import parse_job_spec
 
 if TYPE_CHECKING:
@@ -34,6 +39,7 @@ class LocalOptions:
     package_cache: Path = PACKAGE_CACHE
     procs_per_replica: int | None = None
     docker: bool = False
+    resume_from: str | None = None  # an earlier run (id or folder) whose output folder this run continues
 
 
 def new_job_id() -> str:
@@ -72,9 +78,14 @@ def check_procs_per_replica(t: JobTemplate, procs_per_replica: int | None) -> No
     )
 
 
+RUN_DIR_MODE = 0o700
+
+
 def make_run_dir(run_dir: Path) -> None:
+    """The run folder, for the user only (its job.json and logs may say more than others should read)."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir.chmod(RUN_DIR_MODE)
     except OSError as exc:
         raise UsageError(
             f"cannot create the run folder {run_dir}: {exc.strerror or exc}", hint="pick another --out"
@@ -89,23 +100,29 @@ def prepare_request(t: JobTemplate, options: LocalOptions, *, scratch: Path | No
     check_procs_per_replica(t, options.procs_per_replica)
     if options.docker:
         require_docker(t, need_daemon=scratch is None)
+    resumed: ResumedRun | None = None
+    if options.resume_from is not None:
+        resumed = find_run(options.resume_from, options.runs_dir)
     job_id = new_job_id()
     run_dir = (options.out or options.runs_dir / job_id).resolve()
     ctx = JobContext(
         job_id=job_id,
         project=t.project,
         region=t.location,
-        gcs_root=str(run_dir / "gcs"),
+        gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
         procs_per_replica=options.procs_per_replica,
         default_output_uri=f"gs://vertexdist-local/{job_id}",
     )
     if scratch is None:
         make_run_dir(run_dir)
+        if resumed is not None:
+            link_gcs_root(run_dir, resumed)
+    resume_uri = resumed.output_uri if resumed else None
     if t.build is not None:
         from vertexdist.container.ensure import plan_build
 
         image_build = plan_build(t)
-        spec = render_job_spec(t, image_uri=image_build.image_uri)
+        spec = render_job_spec(t, image_uri=image_build.image_uri, job_folder=job_id, resume_from=resume_uri)
         if options.docker:
             job = parse_job_spec(spec, require_command=False)
             return build_docker_request(job, ctx, image_build, run_dir=run_dir, display_name=t.display_name)
@@ -131,7 +148,7 @@ def prepare_request(t: JobTemplate, options: LocalOptions, *, scratch: Path | No
     sdist = build_sdist(t.trainer, scratch or run_dir / "package")
     uri = package_uri(t.staging_bucket, sdist)
     return build_request(
-        parse_job_spec(render_job_spec(t, package_uri=uri)),
+        parse_job_spec(render_job_spec(t, package_uri=uri, job_folder=job_id, resume_from=resume_uri)),
         ctx,
         run_dir=run_dir,
         sdists={uri: sdist.path},

@@ -19,6 +19,7 @@ from vertexdist.errors import Problem, TemplateError, UsageError
 from vertexdist.spec import limits
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
 from vertexdist.spec.rules import check_template
+from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 from vertexdist.spec.yaml_source import Loc, SourceMap, YamlSourceError, load_yaml_mapping
 
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
@@ -66,11 +67,13 @@ def _dotted(loc: Loc) -> str:
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
     """The model whose fields the mapping at `loc` holds (for did-you-mean on unknown keys)."""
-    nested: dict[str, type[BaseModel]] = {"trainer": TrainerSpec, "build": BuildSpec}
+    nested: dict[str, type[BaseModel]] = {"trainer": TrainerSpec, "build": BuildSpec, "tuning": TuningSpec}
     if not loc:
         return JobTemplate
     if len(loc) == 1 and isinstance(loc[0], str):
         return nested.get(loc[0])
+    if len(loc) == 3 and loc[:2] == ("tuning", "parameter_spec"):
+        return ParameterSpec
     return None
 
 
@@ -125,6 +128,16 @@ def _translate(error: Any) -> tuple[str, str | None]:
         return f"expected a string, got {type(value).__name__} {shown}", hint
     if kind in ("dict_type", "model_type", "model_attributes_type"):
         return f"expected a mapping of fields, got {type(value).__name__} {shown}", field_hint
+    if kind == "literal_error":
+        accepted = [
+            str(c) for c in (error.get("ctx") or {}).get("expected", "").replace("'", "").split(" or ")
+        ]
+        accepted = [c.strip() for part in accepted for c in part.split(",") if c.strip()]
+        close = difflib.get_close_matches(str(value), accepted, n=1, cutoff=0.6)
+        return (
+            f"{shown} is not one of {', '.join(accepted)}",
+            f"did you mean `{close[0]}`?" if close else field_hint,
+        )
     if kind in ("list_type",):
         return (
             f"expected a list, got {type(value).__name__} {shown}",

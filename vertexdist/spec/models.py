@@ -33,6 +33,7 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.tuning import TuningSpec
 
 SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
 BUNDLED_TRAINER = "trainer_pkg"
@@ -325,8 +326,10 @@ class JobTemplate(_Strict):
     base_output_dir: str | None = Field(
         default=None,
         description=(
-            "gs:// folder for outputs (AIP_MODEL_DIR etc. are under it). Default:"
-            " <staging_bucket>/vertexdist/output/<display_name>."
+            "gs:// folder under which each job gets its own output folder, <base_output_dir>/<job folder>"
+            " (AIP_MODEL_DIR, AIP_CHECKPOINT_DIR etc. are under that), so no job resumes another's"
+            " checkpoints. Default: <staging_bucket>/vertexdist/output/<display_name>. To continue an"
+            " earlier job in its folder, pass --resume-from JOB."
         ),
     )
     container_uri: str = Field(
@@ -393,6 +396,10 @@ class JobTemplate(_Strict):
     )
     build: BuildSpec | None = Field(
         default=None, description="Build the trainer into a container image instead of a Python package."
+    )
+    tuning: TuningSpec | None = Field(
+        default=None,
+        description="Make it a hyperparameter tuning job: the job runs once per trial, with its values.",
     )
 
     _source_path: Path | None = PrivateAttr(default=None)

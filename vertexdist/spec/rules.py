@@ -20,6 +20,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
+from vertexdist.spec.tuning_rules import TUNING_RULES
 
 if TYPE_CHECKING:
     from vertexdist.spec.models import JobTemplate
@@ -411,6 +412,7 @@ RULES: tuple[Rule, ...] = (
     build_repository_region,
     *limits.RULES,
     *ray_rules.RULES,
+    *TUNING_RULES,
 )
 
 

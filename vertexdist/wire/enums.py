@@ -97,3 +97,15 @@ def enum_number(table: tuple[str, ...] | dict[str, int], name: str) -> int:
     if isinstance(table, dict):
         return table[name]
     return table.index(name)
+
+
+# study.proto: the StudySpec of a HyperparameterTuningJob and the states of its trials.
+TRIAL_STATES = ("STATE_UNSPECIFIED", "REQUESTED", "ACTIVE", "STOPPING", "SUCCEEDED", "INFEASIBLE")
+STUDY_ALGORITHMS = {"ALGORITHM_UNSPECIFIED": 0, "GRID_SEARCH": 2, "RANDOM_SEARCH": 3}
+GOAL_TYPES = ("GOAL_TYPE_UNSPECIFIED", "MAXIMIZE", "MINIMIZE")
+SCALE_TYPES = ("SCALE_TYPE_UNSPECIFIED", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE")
+MEASUREMENT_SELECTION_TYPES = (
+    "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED",
+    "LAST_MEASUREMENT",
+    "BEST_MEASUREMENT",
+)

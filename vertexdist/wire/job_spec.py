@@ -142,7 +142,8 @@ def _parse_pool(index: int, raw: Mapping[str, Any], require_command: bool = True
         if not command and require_command:
             raise JobSpecError(
                 f"{where}.containerSpec ({image or 'no image'}) has no command",
-                hint="locally a container pool runs its command+args on the host; set containerSpec.command",
+                hint="without docker or podman a container pool runs its command, isolated, on this host:"
+                " set containerSpec.command, or start a container runtime to run the image's ENTRYPOINT",
             )
         return PoolSpec(
             kind="container",

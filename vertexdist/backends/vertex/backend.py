@@ -2,7 +2,7 @@
 
 Uses the low-level GAPIC clients (`clients.Clients`) with an explicit endpoint, transport and credentials;
 every call goes through one retry policy (`retry.Caller`). Calls are non-blocking; callers poll `describe`
-at their own pace, not the SDK's 5 s. Logs come from the `LogSource` it is given (`logs`).
+at their own pace, not the SDK's 5 s. Logs come from Cloud Logging, or the `LogSource` it is given (`logs`).
 """
 
 from __future__ import annotations
@@ -11,15 +11,21 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from vertexdist.backends.base import JobStatus, LogsPage
+from vertexdist.backends.base import JobStatus, LogQuery, LogsPage
 from vertexdist.backends.config import Target
+from vertexdist.backends.outputs import require_output_uri
 from vertexdist.backends.vertex.clients import Clients
-from vertexdist.backends.vertex.logs import ConsoleLogLinks, LogSource
+from vertexdist.backends.vertex.cloud_logging import CloudLoggingSource
+from vertexdist.backends.vertex.logs import LogSource
+from vertexdist.backends.vertex.outputs import GcsOutputs
 from vertexdist.backends.vertex.request import REQUEST_HASH_LABEL, Submission, build_submission
 from vertexdist.backends.vertex.retry import Caller, RetryPolicy
 from vertexdist.backends.vertex.status import epoch, status_of
+from vertexdist.backends.vertex.tuning_status import TuningStatus, tuning_status_of
 from vertexdist.backends.vertex.upload import ProgressFn, upload_package
+from vertexdist.errors import UsageError
 from vertexdist.spec.models import JobTemplate
 
 DEFAULT_PACKAGE_DIR = Path(".vertexdist/cache/sdist")
@@ -41,11 +47,16 @@ class VertexBackend:
         self._package_dir = Path(package_dir)
         self.clients = clients or Clients(target)
         self._call = Caller(target, retry, sleep)
-        self._logs = log_source or ConsoleLogLinks()
+        self.logs_source: LogSource = log_source or CloudLoggingSource(target)
 
     # --- submit -----------------------------------------------------------------------------------
-    def dryrun(self, template: JobTemplate, *, image_uri: str | None = None) -> Submission:
-        return build_submission(template, package_dir=self._package_dir, image_uri=image_uri)
+    def dryrun(
+        self, template: JobTemplate, *, image_uri: str | None = None, resume_from: str | None = None
+    ) -> Submission:
+        """The exact request; `resume_from` is the output folder of the earlier job it continues."""
+        return build_submission(
+            template, package_dir=self._package_dir, image_uri=image_uri, resume_from=resume_from
+        )
 
     def recent_duplicates(self, submission: Submission, within_s: float) -> list[JobStatus]:
         """Pipelines created from the very same request in the last `within_s` seconds."""
@@ -54,12 +65,21 @@ class VertexBackend:
 
     def _same_request(self, submission: Submission) -> list[JobStatus]:
         label_filter = f'labels.{REQUEST_HASH_LABEL}="{submission.request_hash}"'
-        pager = self._call(
-            "listing training pipelines",
-            lambda: self.clients.pipelines.list_training_pipelines(
-                request={"parent": submission.parent, "filter": label_filter}, timeout=CALL_TIMEOUT_S
-            ),
-        )
+        request = {"parent": submission.parent, "filter": label_filter}
+        if submission.is_tuning:
+            pager = self._call(
+                "listing hyperparameter tuning jobs",
+                lambda: self.clients.jobs.list_hyperparameter_tuning_jobs(
+                    request=request, timeout=CALL_TIMEOUT_S
+                ),
+            )
+        else:
+            pager = self._call(
+                "listing training pipelines",
+                lambda: self.clients.pipelines.list_training_pipelines(
+                    request=request, timeout=CALL_TIMEOUT_S
+                ),
+            )
         return [status_of(p, self.target) for p in pager]
 
     def upload(self, submission: Submission, progress: ProgressFn | None = None) -> bool:
@@ -67,10 +87,12 @@ class VertexBackend:
         return upload_package(submission, self.clients, self._call, progress)
 
     def schedule(self, request: Submission) -> str:
-        """Create the TrainingPipeline; a transient failure is retried without ever creating two."""
-        from google.cloud.aiplatform_v1.types import TrainingPipeline
+        """Create the TrainingPipeline (or HyperparameterTuningJob); a transient failure is retried without
+        ever creating two.
 
-        body = TrainingPipeline.from_json(json.dumps(request.request["trainingPipeline"]))
+        A request still naming the job-folder placeholder gets a fresh folder here (callers that show the
+        folder fill it in first with `Submission.for_new_job`)."""
+        request = request.for_new_job()
         started = time.time() - 5.0  # clock skew slack for matching a job the failed attempt may have made
 
         def already_created() -> str | None:
@@ -80,16 +102,34 @@ class VertexBackend:
             return None
 
         created = self._call(
-            "creating the training pipeline",
-            lambda: self.clients.pipelines.create_training_pipeline(
-                parent=request.parent, training_pipeline=body, timeout=CALL_TIMEOUT_S
-            ),
+            "creating the hyperparameter tuning job"
+            if request.is_tuning
+            else "creating the training pipeline",
+            lambda: self._create(request),
             on_retry=already_created,
         )
         return created if isinstance(created, str) else str(created.name)
 
+    def _create(self, request: Submission) -> Any:
+        body = json.dumps(request.resource)
+        if request.is_tuning:
+            from google.cloud.aiplatform_v1.types import HyperparameterTuningJob
+
+            return self.clients.jobs.create_hyperparameter_tuning_job(
+                parent=request.parent,
+                hyperparameter_tuning_job=HyperparameterTuningJob.from_json(body),
+                timeout=CALL_TIMEOUT_S,
+            )
+        from google.cloud.aiplatform_v1.types import TrainingPipeline
+
+        return self.clients.pipelines.create_training_pipeline(
+            parent=request.parent, training_pipeline=TrainingPipeline.from_json(body), timeout=CALL_TIMEOUT_S
+        )
+
     # --- jobs -------------------------------------------------------------------------------------
     def describe(self, name: str) -> JobStatus:
+        if "/hyperparameterTuningJobs/" in name:
+            return status_of(self._tuning_job(name), self.target)
         if "/customJobs/" in name:
             job = self._call(
                 f"reading {name}", lambda: self.clients.jobs.get_custom_job(name=name, timeout=CALL_TIMEOUT_S)
@@ -101,8 +141,19 @@ class VertexBackend:
             )
         return status_of(job, self.target)
 
+    def _tuning_job(self, name: str) -> Any:
+        return self._call(
+            f"reading {name}",
+            lambda: self.clients.jobs.get_hyperparameter_tuning_job(name=name, timeout=CALL_TIMEOUT_S),
+        )
+
+    def tuning(self, name: str) -> TuningStatus:
+        """A tuning job's status with its study and its trials (what `vertexdist trials` shows)."""
+        return tuning_status_of(self._tuning_job(name), self.target)
+
     def list(self, limit: int = 50) -> list[JobStatus]:
-        """TrainingPipelines, then CustomJobs that no listed pipeline owns (e.g. made with CustomJob.run)."""
+        """TrainingPipelines, HyperparameterTuningJobs, then CustomJobs that neither owns (e.g. made with
+        CustomJob.run)."""
         parent = self.target.parent
         pipelines = self._call(
             "listing training pipelines",
@@ -112,6 +163,15 @@ class VertexBackend:
         )
         found = [status_of(p, self.target) for _, p in zip(range(limit), pipelines, strict=False)]
         owned = {s.backing_job for s in found if s.backing_job}
+        tuning_jobs = self._call(
+            "listing hyperparameter tuning jobs",
+            lambda: self.clients.jobs.list_hyperparameter_tuning_jobs(
+                request={"parent": parent, "page_size": limit}, timeout=CALL_TIMEOUT_S
+            ),
+        )
+        for _, job in zip(range(limit), tuning_jobs, strict=False):
+            found.append(status_of(job, self.target))
+            owned |= {trial.custom_job for trial in job.trials if trial.custom_job}
         jobs = self._call(
             "listing custom jobs",
             lambda: self.clients.jobs.list_custom_jobs(
@@ -125,7 +185,12 @@ class VertexBackend:
         return found[:limit]
 
     def cancel(self, name: str) -> None:
-        if "/customJobs/" in name:
+        if "/hyperparameterTuningJobs/" in name:
+            self._call(
+                f"cancelling {name}",
+                lambda: self.clients.jobs.cancel_hyperparameter_tuning_job(name=name, timeout=CALL_TIMEOUT_S),
+            )
+        elif "/customJobs/" in name:
             self._call(
                 f"cancelling {name}",
                 lambda: self.clients.jobs.cancel_custom_job(name=name, timeout=CALL_TIMEOUT_S),
@@ -136,9 +201,20 @@ class VertexBackend:
                 lambda: self.clients.pipelines.cancel_training_pipeline(name=name, timeout=CALL_TIMEOUT_S),
             )
 
-    def logs(self, name: str, offsets: dict[str, int] | None = None) -> LogsPage:
-        """Replica log text since `offsets` from the log source, or where the logs can be read."""
+    def outputs(self, name: str) -> GcsOutputs:
+        """The job's output folder in Cloud Storage (the emulator's storage for an emulator job)."""
+        uri = require_output_uri(name, self.describe(name).spec)
+        if self.target.is_emulator and not self.target.storage_endpoint:
+            raise UsageError(
+                "an emulator job's outputs are in the emulator's Cloud Storage, and STORAGE_EMULATOR_HOST"
+                " is not set",
+                hint="set it to what `vertexdist emulator start` printed",
+            )
+        return GcsOutputs(uri, self.clients.storage, self._call)
+
+    def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage:
+        """Replica log lines after `cursor`, from Cloud Logging (or the source the backend was given)."""
         return self._call(
             f"reading the logs of {name}",
-            lambda: self._logs.read(name, offsets or {}, lambda: self.describe(name)),
+            lambda: self.logs_source.read(name, cursor, query or LogQuery(), lambda: self.describe(name)),
         )

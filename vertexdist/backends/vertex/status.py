@@ -11,8 +11,10 @@ from typing import Any
 
 from vertexdist.backends.base import JobStatus
 from vertexdist.backends.config import Target, parse_job_name
-from vertexdist.render import MASK, is_secret_name, mask_secrets
+from vertexdist.render import mask_secrets, mask_text, secret_values
 from vertexdist.wire.proto_json import normalize_job_spec
+
+__all__ = ["console_url", "epoch", "mask_text", "status_of"]
 
 
 def _short_state(state: str) -> str:
@@ -28,23 +30,6 @@ def _camel_spec(inputs: Any) -> dict[str, Any]:
         return inputs
 
 
-def _secret_values(spec: dict[str, Any]) -> tuple[str, ...]:
-    values = []
-    for pool in spec.get("workerPoolSpecs") or []:
-        code = (pool or {}).get("pythonPackageSpec") or (pool or {}).get("containerSpec") or {}
-        for entry in code.get("env") or []:
-            if is_secret_name(str(entry.get("name", ""))) and entry.get("value"):
-                values.append(str(entry["value"]))
-    return tuple(dict.fromkeys(values))
-
-
-def mask_text(text: str, secrets: tuple[str, ...]) -> str:
-    """Log text with every secret value replaced (longest first, so overlapping values stay hidden)."""
-    for value in sorted(secrets, key=len, reverse=True):
-        text = text.replace(value, MASK)
-    return text
-
-
 def epoch(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
@@ -53,7 +38,11 @@ def console_url(name: str, target: Target) -> str | None:
     parts = parse_job_name(name)
     if target.is_emulator or not parts:
         return None
-    kind = "training" if parts["collection"] == "trainingPipelines" else "training/custom-jobs"
+    kind = {
+        "trainingPipelines": "training",
+        "customJobs": "training/custom-jobs",
+        "hyperparameterTuningJobs": "training/hyperparameter-tuning-jobs",
+    }[parts["collection"]]
     return (
         f"https://console.cloud.google.com/vertex-ai/locations/{parts['location']}/{kind}/"
         f"{parts['id']}?project={parts['project']}"
@@ -68,9 +57,9 @@ def status_of(resource: Any, target: Target) -> JobStatus:
     if "trainingTaskInputs" in data:
         spec = _camel_spec(data["trainingTaskInputs"])
     else:
-        spec = data.get("jobSpec", {})
+        spec = data.get("jobSpec") or data.get("trialJobSpec") or {}
     error = data.get("error") or {}
-    secrets = _secret_values(spec)
+    secrets = secret_values(spec)
     # Vertex (and the emulator) put the failing replica's last log lines in the message.
     message = mask_text(str(error["message"]), secrets) if error.get("message") else None
     return JobStatus(

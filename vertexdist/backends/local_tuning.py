@@ -1,0 +1,194 @@
+"""`local-run` of a tuning template: the HyperparameterTuningJob's trials on this machine, by the same study
+and loop the emulator uses (`vertexdist.tuning`), each trial a local job.
+
+`dryrun(template)` packages and renders the template as submit does (the CreateHyperparameterTuningJob body)
+and reads it back through the wire reader; `schedule(request)` starts the study in a thread and returns its
+run. The run folder keeps `request.json` (the body, secrets masked), `trials/<id>/` (each trial's job
+folder: logs, replicas, its cloudml-hypertune files), `gcs/` (gs:// paths: each trial's model is under
+`<base output>/<job id>/<trial id>/model/`, the job's own folder as for every job) and, once done,
+`summary.json` with every trial and the best one; all for the user only (0600 files, 0700 folders).
+`--resume-from RUN` continues an earlier run's folder (`vertexdist.local.resume`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vertexdist.errors import UsageError
+from vertexdist.local.environment import JobContext
+from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
+from vertexdist.local.template_job import LocalOptions, make_run_dir, new_job_id
+from vertexdist.private_files import write_private_json
+from vertexdist.render import mask_secrets, with_job_folder
+from vertexdist.spec.models import JobTemplate
+from vertexdist.tuning.driver import TuningRun
+from vertexdist.tuning.local_launcher import LocalTrialLauncher
+from vertexdist.tuning.study import Study
+from vertexdist.tuning.trials import trial_output_uri
+from vertexdist.wire.study import TuningJob, normalize_tuning_job, parse_tuning_job
+from vertexdist.wire.trials import trial_to_json
+
+SUMMARY = "summary.json"
+
+
+@dataclass(frozen=True)
+class LocalTuningRequest:
+    job_id: str
+    display_name: str
+    run_dir: Path
+    request: dict[str, Any]  # the CreateHyperparameterTuningJob body, as submit sends it
+    job: TuningJob  # the same body, read back through the wire reader
+    ctx: JobContext
+    sdists: dict[str, Path]
+    cache_dir: Path
+
+
+def local_path(uri: str, gcs_root: Path) -> Path:
+    """Where `gs://B/p` lives for a local run (VERTEXDIST_GCS_ROOT), or `uri` itself if it is a path."""
+    return gcs_root / uri.removeprefix("gs://") if uri.startswith("gs://") else Path(uri)
+
+
+def prepare_tuning_request(
+    t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None
+) -> LocalTuningRequest:
+    from vertexdist.packaging import build_sdist, package_uri
+    from vertexdist.render_tuning import render_tuning_request
+
+    if options.docker:
+        raise UsageError(
+            "--docker does not run tuning templates yet", hint="drop --docker: the trials run on the host"
+        )
+    resumed: ResumedRun | None = None
+    if options.resume_from is not None:
+        resumed = find_run(options.resume_from, options.runs_dir)
+    job_id = new_job_id()
+    run_dir = (options.out or options.runs_dir / job_id).resolve()
+    if scratch is None:
+        make_run_dir(run_dir)
+        if resumed is not None:
+            link_gcs_root(run_dir, resumed)
+    sdist = build_sdist(t.trainer, scratch or run_dir / "package")
+    uri = package_uri(t.staging_bucket, sdist)
+    rendered = render_tuning_request(t, package_uri=uri, resume_from=resumed.output_uri if resumed else None)
+    request = with_job_folder(rendered, job_id)
+    job = parse_tuning_job(normalize_tuning_job(request["hyperparameterTuningJob"]))
+    ctx = JobContext(
+        job_id=job_id,
+        project=t.project,
+        region=t.location,
+        gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
+        procs_per_replica=options.procs_per_replica,
+    )
+    return LocalTuningRequest(
+        job_id=job_id,
+        display_name=t.display_name,
+        run_dir=run_dir,
+        request=request,
+        job=job,
+        ctx=ctx,
+        sdists={uri: sdist.path},
+        cache_dir=options.package_cache.resolve(),
+    )
+
+
+def model_dir(request: LocalTuningRequest, trial_id: str) -> Path | None:
+    """The local folder of a trial's AIP_MODEL_DIR (None when the job names no output folder)."""
+    uri = trial_output_uri(request.job.trial_job_spec, trial_id)
+    return local_path(f"{uri}/model", Path(request.ctx.gcs_root)) if uri else None
+
+
+def summary_of(request: LocalTuningRequest, run: TuningRun, launcher: LocalTrialLauncher) -> dict[str, Any]:
+    """What a finished tuning run leaves in its `summary.json` (and `local-run --json` prints last)."""
+    snapshot = run.snapshot()
+    metric = run.study.objective.id
+    trials = []
+    for trial in snapshot.trials:
+        folder = launcher.trial_dir(trial.id)
+        trials.append(
+            {
+                **trial_to_json(trial),
+                "stoppedEarly": trial.id in snapshot.stopped_early,
+                "runDir": str(folder),
+                "logs": str(folder / "logs"),
+                "modelDir": str(model_dir(request, trial.id) or ""),
+            }
+        )
+    best = next((t for t in trials if t["id"] == snapshot.best), None)
+    best_trial = next((t for t in snapshot.trials if t.id == snapshot.best), None)
+    best_value = (
+        best_trial.final_measurement.values.get(metric)
+        if best_trial and best_trial.final_measurement
+        else None
+    )
+    return {
+        "job_id": request.job_id,
+        "display_name": request.display_name,
+        "state": f"JOB_STATE_{snapshot.outcome}",
+        "error": snapshot.message or None,
+        "run_dir": str(request.run_dir),
+        "metric": metric,
+        "best": None
+        if best is None
+        else {
+            "trial": best["id"],
+            "parameters": {p["parameterId"]: p["value"] for p in best["parameters"]},
+            metric: best_value,
+            "modelDir": best["modelDir"],
+        },
+        "trials": trials,
+    }
+
+
+class LocalTuningBackend:
+    """Runs tuning templates here; `seed` fixes random and bayesian suggestions (None: a fresh draw)."""
+
+    def __init__(
+        self,
+        options: LocalOptions | None = None,
+        *,
+        grace_s: float = 5.0,
+        timeout_s: float | None = None,
+        seed: int | None = None,
+        poll_s: float = 0.2,
+    ) -> None:
+        self.options = options or LocalOptions()
+        self._grace_s = grace_s
+        self._timeout_s = timeout_s
+        self._seed = seed
+        self._poll_s = poll_s
+
+    def dryrun(self, template: JobTemplate, *, scratch: Path | None = None) -> LocalTuningRequest:
+        if template.tuning is None:
+            raise UsageError(f"{template.display_name} has no `tuning:` section")
+        if template.build is not None:
+            # Like `submit --emulator`: the trainer runs as a Python package here.
+            template = template.model_copy(update={"build": None})
+        return prepare_tuning_request(template, self.options, scratch=scratch)
+
+    def schedule(self, request: LocalTuningRequest) -> tuple[TuningRun, threading.Thread]:
+        """Start the study in a thread; the thread writes `summary.json` when it ends."""
+        write_private_json(request.run_dir / "request.json", mask_secrets(request.request))
+        launcher = LocalTrialLauncher(
+            request.job.trial_job_spec,
+            request.ctx,
+            run_dir=request.run_dir,
+            sdists=request.sdists,
+            cache_dir=request.cache_dir,
+            parallel=request.job.parallel_trial_count,
+            grace_s=self._grace_s,
+            timeout_s=self._timeout_s,
+        )
+        run = TuningRun(Study(request.job, seed=self._seed), launcher, poll_s=self._poll_s)
+
+        def work() -> None:
+            try:
+                run.run()
+            finally:
+                write_private_json(request.run_dir / SUMMARY, summary_of(request, run, launcher))
+
+        thread = threading.Thread(target=work, name="vertexdist-local-tuning", daemon=True)
+        thread.start()
+        return run, thread

@@ -1,0 +1,134 @@
+"""A job's outputs: the files under its base output directory (model, checkpoints, metrics), read from where
+they are kept: Cloud Storage (`backends.vertex.outputs`), or a run folder for a local job (`FolderOutputs`).
+
+The folder is the job's own `baseOutputDirectory.outputUriPrefix`, read from its spec (never worked out
+again: how a job's default folder is named is render's business).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+from vertexdist.errors import VertexdistError
+
+READ_BYTES = 1 << 20
+
+
+class NoOutputs(VertexdistError):
+    """The job names no output folder, or its folder cannot be read."""
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    path: str  # relative to the output folder, `/`-separated
+    size: int
+    version: str  # changes whenever the file does (a GCS generation; size and mtime locally)
+    md5: str | None = None  # base64 of the digest, as Cloud Storage's md5Hash
+    crc32c: str | None = None  # base64 of the big-endian value, as Cloud Storage's crc32c
+
+
+class OutputSource(Protocol):
+    uri: str  # where the outputs are, as the job names it (gs://B/prefix)
+
+    def files(self) -> list[OutputFile]: ...
+
+    def read(self, file: OutputFile, start: int, write: Any) -> None:
+        """Pass the file's bytes from `start` to `write(chunk)`, in order."""
+        ...
+
+    def checksum(self, file: OutputFile) -> tuple[str, str]:
+        """("md5" | "crc32c", base64 value) of the file as the source has it."""
+        ...
+
+    def call(self, what: str, fetch: Callable[[], Any]) -> Any:
+        """Run a fetch under the source's retry policy (a retried fetch continues where it stopped)."""
+        ...
+
+
+def output_uri(spec: Mapping[str, Any]) -> str | None:
+    """The job's output folder from its CustomJobSpec (`baseOutputDirectory.outputUriPrefix`)."""
+    base = spec.get("baseOutputDirectory") or {}
+    prefix = base.get("outputUriPrefix") if isinstance(base, Mapping) else None
+    return str(prefix).rstrip("/") if prefix else None
+
+
+def require_output_uri(name: str, spec: Mapping[str, Any]) -> str:
+    uri = output_uri(spec)
+    if uri is None:
+        raise NoOutputs(
+            f"{name} names no output folder (its spec has no baseOutputDirectory)",
+            hint="set base_output_dir in the template; its model then goes to <base_output_dir>/model",
+        )
+    return uri
+
+
+def split_gs_uri(uri: str) -> tuple[str, str]:
+    """`gs://bucket/some/prefix` -> ("bucket", "some/prefix")."""
+    if not uri.startswith("gs://") or not uri[5:].split("/", 1)[0]:
+        raise NoOutputs(f"the output folder {uri!r} is not a gs://BUCKET/PATH URI")
+    bucket, _, prefix = uri[5:].partition("/")
+    return bucket, prefix.strip("/")
+
+
+def safe_relative(path: str) -> PurePosixPath:
+    """An object's path under the output folder, refused if it would land outside the download folder."""
+    relative = PurePosixPath(path)
+    if relative.is_absolute() or not relative.parts or ".." in relative.parts or "\\" in path:
+        raise NoOutputs(f"refusing to download {path!r}: it names a place outside the download folder")
+    return relative
+
+
+def md5_base64(path: Path) -> str:
+    import base64
+
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as handle:
+        while block := handle.read(READ_BYTES):
+            digest.update(block)
+    return base64.b64encode(digest.digest()).decode()
+
+
+class FolderOutputs:
+    """A local job's outputs: `gs://B/p` is `<gcs root>/B/p` on this machine (what its replicas wrote)."""
+
+    def __init__(self, uri: str, gcs_root: Path) -> None:
+        bucket, prefix = split_gs_uri(uri)
+        self.uri = uri
+        self.folder = Path(gcs_root, bucket, *PurePosixPath(prefix).parts)
+
+    def files(self) -> list[OutputFile]:
+        found = []
+        for path in sorted(self._walk()):
+            stat = path.stat()
+            found.append(
+                OutputFile(
+                    path=path.relative_to(self.folder).as_posix(),
+                    size=stat.st_size,
+                    version=f"{stat.st_size}-{stat.st_mtime_ns}",
+                )
+            )
+        return found
+
+    def _walk(self) -> Iterator[Path]:
+        for root, _dirs, names in os.walk(self.folder):
+            for name in names:
+                path = Path(root, name)
+                if path.is_file() and not path.is_symlink():
+                    yield path
+
+    def read(self, file: OutputFile, start: int, write: Any) -> None:
+        with open(self.folder / file.path, "rb") as handle:
+            handle.seek(start)
+            while block := handle.read(READ_BYTES):
+                write(block)
+
+    def checksum(self, file: OutputFile) -> tuple[str, str]:
+        return "md5", md5_base64(self.folder / file.path)
+
+    def call(self, what: str, fetch: Callable[[], Any]) -> Any:
+        return fetch()

@@ -1,0 +1,107 @@
+"""`vertexdist local-run TEMPLATE` for a template with a `tuning:` section: its trials on this machine.
+
+Flags and printing only: `backends.local_tuning` runs the study (the emulator's own loop); this shows the
+trials as they go and ends with the best trial, its parameters and its model folder. SIGINT/SIGTERM cancel
+the job: every trial is stopped and waited for before local-run exits.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from vertexdist.errors import JobFailedError
+
+if TYPE_CHECKING:
+    from vertexdist.local.template_job import LocalOptions
+    from vertexdist.spec.models import JobTemplate
+
+REFRESH_S = 0.25
+
+
+def best_lines(summary: dict[str, Any]) -> list[str]:
+    """What local-run prints last: the job's state, the best trial, its parameters and model folder."""
+    trials = summary["trials"]
+    failed = sum(1 for t in trials if t["state"] == "INFEASIBLE" and not t["stoppedEarly"])
+    early = sum(1 for t in trials if t["stoppedEarly"])
+    lines = [f"tuning job {summary['state']}: {len(trials)} trials, {failed} failed, {early} stopped early"]
+    best = summary.get("best")
+    if best:
+        metric = summary["metric"]
+        values = ", ".join(
+            f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["parameters"].items()
+        )
+        lines.append(f"best trial {best['trial']}: {metric} {best[metric]:.6g}  ({values})")
+        lines.append(f"model folder: {best['modelDir']}")
+    lines.append(f"summary: {Path(summary['run_dir']) / 'summary.json'}")
+    return lines
+
+
+def run_tuning(
+    template: JobTemplate,
+    options: LocalOptions,
+    *,
+    plan_only: bool,
+    json_events: bool,
+    grace_s: float,
+    timeout_s: float | None,
+    seed: int | None,
+) -> None:
+    from vertexdist.backends.local_tuning import SUMMARY, LocalTuningBackend
+    from vertexdist.cli.tuning_view import choose_view
+    from vertexdist.render import mask_secrets
+
+    backend = LocalTuningBackend(options, grace_s=grace_s, timeout_s=timeout_s, seed=seed)
+    if template.build is not None:
+        typer.echo("local-run: `build` ignored; each trial runs the trainer as a Python package", err=True)
+    if plan_only:
+        with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:
+            request = backend.dryrun(template, scratch=Path(scratch))
+        typer.echo(json.dumps(mask_secrets(request.request), indent=2))
+        return
+    request = backend.dryrun(template)
+    run, thread = backend.schedule(request)
+    parameters = [p.id for p in request.job.study.parameters]
+    view = choose_view(request.job_id, run.study.objective.id, parameters, json_events=json_events)
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        run.cancel()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        view.start()
+        try:
+            while thread.is_alive():
+                view.refresh(run.snapshot())
+                thread.join(REFRESH_S)
+            view.refresh(run.snapshot())
+        finally:
+            view.stop()
+    except BaseException:
+        run.cancel()  # the view failed (stdout closed, say): the trials must not outlive local-run
+        thread.join()
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    summary = json.loads((request.run_dir / SUMMARY).read_text())
+    state = summary["state"]
+    if json_events:
+        typer.echo(json.dumps({"event": "summary", **summary}))
+    else:
+        stream = sys.stdout if state == "JOB_STATE_SUCCEEDED" else sys.stderr
+        for line in best_lines(summary):
+            print(line, file=stream)
+    if state == "JOB_STATE_CANCELLED":
+        raise typer.Exit(130)
+    if state != "JOB_STATE_SUCCEEDED":
+        raise JobFailedError(
+            summary.get("error") or state, hint=f"each trial's logs: {request.run_dir / 'trials'}/ID/logs"
+        )

@@ -1,0 +1,54 @@
+"""`vertexdist outputs JOB [--download DIR]`: the files under a job's output folder (model, checkpoints,
+metrics) with their sizes, and a resumable, checked copy of them (`backends.download`).
+
+JOB is a Vertex (or emulator) job, read through google-cloud-storage, or a local-run job id or run folder,
+read from the run folder. The folder is the job's own `baseOutputDirectory`, from its spec.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from vertexdist.cli.jobs import AnyJobRef
+from vertexdist.cli.outputs_view import human_size, show_download
+from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport, any_job_backend
+
+
+def outputs(
+    job: AnyJobRef,
+    download: Path | None = typer.Option(
+        None,
+        "--download",
+        help="Copy the files into this folder (an interrupted copy resumes; unchanged files are skipped).",
+    ),
+    project: Project = None,
+    location: Location = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
+    as_json: AsJson = False,
+) -> None:
+    """List a job's outputs (its base output directory) with sizes, or download them."""
+    backend, name = any_job_backend(job, project, location, endpoint, transport)
+    source = backend.outputs(name)
+    files = source.files()
+    if download is not None:
+        show_download(source, files, download, as_json=as_json)
+        return
+    if as_json:
+        listed = [{"path": f.path, "size": f.size, "md5Hash": f.md5, "crc32c": f.crc32c} for f in files]
+        typer.echo(json.dumps({"uri": f"{source.uri}/", "files": listed}, indent=2))
+        return
+    total = sum(f.size for f in files)
+    typer.echo(f"{source.uri}/  {len(files)} file(s), {human_size(total)}")
+    width = max((len(f.path) for f in files), default=0)
+    for f in files:
+        typer.echo(f"  {f.path:<{width}}  {human_size(f.size):>10}")
+    if not files:
+        typer.echo("  (nothing yet: the job writes its model to <output folder>/model)", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("outputs")(outputs)

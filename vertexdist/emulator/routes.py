@@ -1,0 +1,120 @@
+"""The emulator's routes beyond Create/Get/List/Cancel of jobs, registered in one table.
+
+Delete of CustomJobs and TrainingPipelines (long-running operations), ModelService Get/List/Delete, and
+Get of an operation (`/v1/{parent}/operations/ID`, also under a resource, as the REST clients' operations
+client asks). `http_api` asks `EmulatorRoutes.answer` first; None means "not mine".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from vertexdist.emulator.deletion import delete_job
+from vertexdist.emulator.models import ModelRegistry
+from vertexdist.emulator.operations import Operations
+from vertexdist.emulator.service import ApiError, EmulatorService
+
+_PARENT = r"(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)"
+# Job collections whose Delete is a long-running operation; a new one (tuning jobs) is one more name here
+# and in `deletion`'s kinds.
+DELETABLE_JOBS = ("customJobs", "trainingPipelines", "hyperparameterTuningJobs")
+ReadBody = Callable[[], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Call:
+    version: str
+    parent: str
+    ident: str
+    query: dict[str, str]
+    read_body: ReadBody
+
+
+Handler = Callable[["EmulatorRoutes", Call], dict[str, Any]]
+
+
+def _visible(resource: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in resource.items() if not k.startswith("_")}
+
+
+class EmulatorRoutes:
+    """The table of (verb, path pattern, handler) and the state the handlers work on."""
+
+    def __init__(self, service: EmulatorService, models: ModelRegistry, operations: Operations) -> None:
+        self.service = service
+        self.models = models
+        self.operations = operations
+
+    def answer(
+        self, verb: str, path: str, query: dict[str, str], read_body: ReadBody
+    ) -> dict[str, Any] | None:
+        for route_verb, pattern, handler in _ROUTES:
+            match = pattern.match(path)
+            if route_verb == verb and match:
+                version, parent, ident = match.group(1), match.group(2), match.group(3)
+                return handler(self, Call(version, parent, ident, query, read_body))
+        return None
+
+    # --- handlers -------------------------------------------------------------------------------------
+    def delete_job(self, call: Call) -> dict[str, Any]:
+        name = f"{call.parent}/{call.ident}"  # ident is COLLECTION/ID here
+        return self.operations.run(call.parent, call.version, lambda: delete_job(self.service.store, name))
+
+    def get_model(self, call: Call) -> dict[str, Any]:
+        name = f"{call.parent}/models/{call.ident}"
+        found = self.models.get(name)
+        if found is None:
+            raise ApiError.not_found(name)
+        return _visible(found)
+
+    def list_models(self, call: Call) -> dict[str, Any]:
+        try:
+            page_size = int(call.query.get("pageSize") or 0)
+        except ValueError:
+            raise ApiError.invalid(f"pageSize {call.query['pageSize']!r} is not a number") from None
+        items, token = self.service.list(
+            call.parent, "models", call.query.get("filter", ""), page_size, call.query.get("pageToken", "")
+        )
+        out: dict[str, Any] = {"models": [_visible(m) for m in items]}
+        if token:
+            out["nextPageToken"] = token
+        return out
+
+    def delete_model(self, call: Call) -> dict[str, Any]:
+        name = f"{call.parent}/models/{call.ident}"
+
+        def work() -> None:
+            if self.models.delete(name) is None:
+                raise ApiError.not_found(name)
+
+        return self.operations.run(call.parent, call.version, work)
+
+    def get_operation(self, call: Call) -> dict[str, Any]:
+        name = f"{call.parent}/operations/{call.ident}"
+        found = self.operations.get(name)
+        if found is None:
+            raise ApiError.not_found(name)
+        return found
+
+
+_JOB = rf"^/{_PARENT}/((?:{'|'.join(DELETABLE_JOBS)})/[^/:]+)$"
+_OPERATION = rf"^/{_PARENT}(?:/[^/]+/[^/:]+)*/operations/([^/:]+)"
+_ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
+    (
+        "DELETE",
+        re.compile(rf"^/{_PARENT}/((?:{'|'.join(DELETABLE_JOBS)})/[^/:]+)$"),
+        EmulatorRoutes.delete_job,
+    ),
+    ("GET", re.compile(rf"^/{_PARENT}/models/([^/:]+)$"), EmulatorRoutes.get_model),
+    ("GET", re.compile(rf"^/{_PARENT}/models()$"), EmulatorRoutes.list_models),
+    ("DELETE", re.compile(rf"^/{_PARENT}/models/([^/:]+)$"), EmulatorRoutes.delete_model),
+    ("GET", re.compile(_OPERATION + "$"), EmulatorRoutes.get_operation),
+    (
+        "POST",
+        re.compile(rf"^/{_PARENT}(?:/[^/]+/[^/:]+)*/operations/([^/:]+):wait$"),
+        EmulatorRoutes.get_operation,
+    ),
+)

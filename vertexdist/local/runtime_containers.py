@@ -1,0 +1,94 @@
+"""A received job's container pools run as containers when docker or podman answers (the emulator's way).
+
+The same containers as `local-run --docker` (`docker_launcher.docker_job_plan`: a network per job, replicas
+by host name), with each pool's own image pulled unless present instead of built, and the job's Cloud
+Storage folder mounted at `/gcs` as well, where Vertex mounts every bucket. An image without a command runs
+its ENTRYPOINT, as on Vertex.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from vertexdist.container.docker import docker_daemon_answers, docker_image_exists_locally
+from vertexdist.errors import VertexdistError
+from vertexdist.local.docker_launcher import DockerJobPlan, docker_job_plan
+from vertexdist.local.environment import JobContext
+from vertexdist.local.plan import DEFAULT_MAX_RESTARTS
+from vertexdist.local.request import LocalRequest
+from vertexdist.wire.job_spec import JobSpec
+
+GCS_MOUNT = "/gcs"
+RUNTIMES = ("docker", "podman")
+
+
+def container_runtime() -> str | None:
+    """The first container CLI whose daemon (or service) answers, or None."""
+    return next((name for name in RUNTIMES if docker_daemon_answers(name)), None)
+
+
+def runs_in_runtime(job: JobSpec) -> bool:
+    """Whether every pool can be a container (python-package pools need this host's installs)."""
+    return any(p.kind == "container" for p in job.pools) and all(
+        p.kind != "python_package" for p in job.pools
+    )
+
+
+def runtime_job_plan(
+    job: JobSpec, ctx: JobContext, run_dir: Path, runtime: str, max_restarts: int = DEFAULT_MAX_RESTARTS
+) -> DockerJobPlan:
+    """`docker_job_plan` with `/gcs` mounted too (pure)."""
+    image = next(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri)
+    plan = docker_job_plan(
+        job,
+        ctx,
+        image_uri=image,
+        run_dir=run_dir,
+        max_restarts=max_restarts,
+        docker=runtime,  # and the image's own user, as on Vertex (`pip install --user` needs its HOME)
+    )
+    mount = ["--volume", f"{ctx.gcs_root}:{GCS_MOUNT}"]
+    replicas = tuple(replace(r, argv=(*r.argv[:2], *mount, *r.argv[2:])) for r in plan.launch.replicas)
+    return replace(plan, launch=replace(plan.launch, replicas=replicas))
+
+
+@dataclass(frozen=True)
+class PulledImages:
+    """What runs around a runtime job's plan: pull missing images and make the network; remove it after."""
+
+    plan: DockerJobPlan
+    images: tuple[str, ...]
+    gcs_root: Path
+    docker: str = "docker"
+
+    def prepare(self) -> None:
+        self.gcs_root.mkdir(parents=True, exist_ok=True)
+        for image in self.images:
+            if not docker_image_exists_locally(image, docker=self.docker):
+                self._run([self.docker, "pull", image], timeout=1800)
+        for argv in self.plan.setup:
+            self._run(list(argv))
+
+    def finish(self) -> None:
+        for argv in self.plan.teardown:
+            subprocess.run(list(argv), capture_output=True, timeout=120, check=False)
+
+    @staticmethod
+    def _run(argv: list[str], timeout: float = 120) -> None:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        if result.returncode != 0:
+            raise VertexdistError(
+                f"`{' '.join(argv)}` failed: {(result.stderr or result.stdout).strip()[-500:]}"
+            )
+
+
+def runtime_request(
+    job: JobSpec, ctx: JobContext, run_dir: Path, runtime: str, max_restarts: int
+) -> LocalRequest:
+    """The LocalRequest that runs `job`'s pools as containers of their own images."""
+    plan = runtime_job_plan(job, ctx, run_dir, runtime, max_restarts)
+    images = tuple(dict.fromkeys(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri))
+    setup = PulledImages(plan, images, Path(ctx.gcs_root), runtime)
+    return LocalRequest(job, ctx, plan.launch, docker=setup)
