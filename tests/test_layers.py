@@ -131,8 +131,11 @@ def test_no_room_imports_through_its_walls() -> None:
 
 
 def test_the_shipped_launcher_needs_only_the_standard_library() -> None:
-    # torch only in the torchrun mode, which runs on a replica that has torch anyway.
-    allowed = {"vertexdist/shipped/vertexdist_launcher/torchrun.py": ("torch",)}
+    # torch only in the torchrun mode, ray only in the ray mode's GCS client: on replicas that have them.
+    allowed = {
+        "vertexdist/shipped/vertexdist_launcher/torchrun.py": ("torch",),
+        "vertexdist/shipped/vertexdist_launcher/ray_gcs.py": ("ray",),
+    }
     foreign = []
     for path in sorted(REPO.glob("vertexdist/shipped/**/*.py")):
         rel = path.relative_to(REPO).as_posix()

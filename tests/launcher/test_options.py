@@ -31,6 +31,7 @@ def test_written_arguments_read_back(nproc: int | None, restarts: int) -> None:
 
 def test_defaults_are_left_out_of_the_written_arguments() -> None:
     assert launch_args("torchrun", module="pkg.task") == ["torchrun", "--", "-m", "pkg.task"]
+    assert launch_args("ray", module="pkg.task") == ["ray", "--", "-m", "pkg.task"]
 
 
 def test_a_script_target_and_inline_values() -> None:
@@ -44,7 +45,7 @@ def test_a_script_target_and_inline_values() -> None:
     ("argv", "message"),
     [
         ([], "the first argument is the mode"),
-        (["ray", "--", "-m", "m"], "one of torchrun; got 'ray'"),
+        (["mpirun", "--", "-m", "m"], "one of torchrun, ray; got 'mpirun'"),
         (["torchrun", "-m", "m"], "`--` must separate"),
         (["torchrun", "--"], "nothing to run"),
         (["torchrun", "--", "-m"], "-m needs a module"),

@@ -101,6 +101,39 @@ def assert_no_orphans(recorded: dict[str, dict[str, Any]], extra_pids: Sequence[
     assert not leftover, f"process groups left: {leftover}"
 
 
+def proc_stat(pid: int) -> tuple[int, int] | None:
+    """(process group, session) of a live, non-zombie process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return None if fields[0] == "Z" else (int(fields[2]), int(fields[3]))
+
+
+def job_processes(groups: set[int], run_dir: Path) -> list[str]:
+    """Live processes in one of `groups` as process group or session, or naming the run folder: what a
+    job whose replicas led those groups left running (Ray's daemons and workers included)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        stat = proc_stat(int(entry.name))
+        try:
+            cmdline = entry.joinpath("cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if stat is not None and (stat[0] in groups or stat[1] in groups or str(run_dir) in cmdline):
+            found.append(f"{entry.name} {stat} {cmdline[:160]}")
+    return found
+
+
+def replica_groups(run_dir: Path) -> set[int]:
+    """The process groups of a finished local job's replicas (each replica leads its own)."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return {int(r["pid"]) for r in summary["replicas"] if r["pid"] is not None}
+
+
 @pytest.fixture
 def record_dir(tmp_path: Path) -> Path:
     path = tmp_path / "records"
@@ -120,6 +153,9 @@ class Kit:
     records = staticmethod(records)
     wait_for = staticmethod(wait_for)
     assert_no_orphans = staticmethod(assert_no_orphans)
+    proc_stat = staticmethod(proc_stat)
+    job_processes = staticmethod(job_processes)
+    replica_groups = staticmethod(replica_groups)
 
 
 @pytest.fixture

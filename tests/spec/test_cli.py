@@ -20,7 +20,8 @@ from .conftest import REPO_ROOT, WriteTemplate
 _RUN_AND_REPORT = (
     "import sys, atexit\n"
     "atexit.register(lambda: print('HEAVY=' + ','.join(sorted(m for m in sys.modules"
-    " if m == 'torch' or m.startswith(('torch.', 'google.cloud.aiplatform')))), file=sys.stderr))\n"
+    " if m in ('torch', 'ray') or m.startswith(('torch.', 'ray.', 'google.cloud.aiplatform')))),"
+    " file=sys.stderr))\n"
     "from vertexdist.cli.main import run\n"
     "run(sys.argv[1:])\n"
 )
@@ -43,7 +44,9 @@ def heavy_modules(result: subprocess.CompletedProcess[str]) -> str:
     "args",
     [("validate", "job_templates"), ("render", "job_templates/a2-4g-x2.yaml"), ("--help",),
      ("render", "job_templates/a2-4g-x2.yaml", "--request", "--format", "json"), ("machines",),
-     ("estimate", "job_templates/a2-ultragpu-8g-rs.yaml", "--params", "1.3B")],
+     ("estimate", "job_templates/a2-ultragpu-8g-rs.yaml", "--params", "1.3B"),
+     ("validate", "examples/ray_train/job.yaml", "examples/ray_tune/job.yaml"),
+     ("render", "examples/ray_train/job.yaml", "--request")],
 )  # fmt: skip
 def test_light_commands_never_import_the_sdk_or_torch(args: tuple[str, ...]) -> None:
     result = vertexdist(*args)
@@ -173,7 +176,8 @@ def test_schema_is_json_schema_of_the_template() -> None:
     assert "timeout" in schema["properties"] and "trainer" in schema["properties"]
     trainer = schema["$defs"]["TrainerSpec"]["properties"]
     assert (
-        trainer["launcher"]["enum"] == ["python", "torchrun"] and trainer["launcher"]["default"] == "python"
+        trainer["launcher"]["enum"] == ["python", "torchrun", "ray"]
+        and trainer["launcher"]["default"] == "python"
     )
     assert {"nproc_per_node", "max_restarts"} <= set(trainer)
 

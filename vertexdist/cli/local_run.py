@@ -67,7 +67,8 @@ def local_run(
         min=1,
         help=(
             "Processes per replica for `launcher: torchrun` and the bundled trainer (default: the"
-            " template's GPUs per node); scales a GPU job down. Not for `launcher: python` user code."
+            " template's GPUs per node); scales a GPU job down. With `launcher: ray`, the CPUs each Ray"
+            " node advertises (at least 2). Not for `launcher: python` user code."
         ),
     ),
     out: Path | None = typer.Option(None, "--out", help="Run folder (default .vertexdist/runs/<job id>)."),

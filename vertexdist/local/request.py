@@ -18,6 +18,7 @@ from vertexdist.local.environment import JobContext, replica_slots
 from vertexdist.local.gpus import host_gpus
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, LaunchPlan, build_plan
 from vertexdist.local.ports import PortReservation, reserve_ports
+from vertexdist.local.ray_check import require_ray
 from vertexdist.local.requirements_env import RequirementsEnv, plan_env
 from vertexdist.wire.job_spec import JobSpec, JobSpecError
 
@@ -96,6 +97,7 @@ def build_request(
     display_name: str = "",
 ) -> LocalRequest:
     """The request for `job` with its replicas as processes on this host (ports reserved here)."""
+    require_ray(job, python)
     installs = _installs(job, sdists, cache_dir)
     env = plan_env([item.sdist for item in installs], Path(cache_dir) / "envs", python)
     reservation = reserve_ports(len(replica_slots(job)))

@@ -39,7 +39,7 @@ SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name fo
 BUNDLED_TRAINER = "trainer_pkg"
 # How a training replica starts the module. `python`: Vertex runs `python -m module` once per machine;
 # every other mode is one of the shipped launcher's (vertexdist_launcher.options.MODES).
-Launcher = Literal["python", "torchrun"]
+Launcher = Literal["python", "torchrun", "ray"]
 LAUNCHERS: tuple[str, ...] = get_args(Launcher)
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -139,7 +139,9 @@ class TrainerSpec(_Strict):
         description=(
             "How every training replica starts the module. python: `python -m module` once per machine"
             " (Vertex's own way); torchrun: torch.distributed.run on every replica, one process per"
-            " GPU, nodes and ranks from CLUSTER_SPEC (the shipped vertexdist_launcher does it)."
+            " GPU, nodes and ranks from CLUSTER_SPEC; ray: a Ray cluster over the replicas (the head on"
+            " the primary replica) and the module as its driver on the head (the shipped"
+            " vertexdist_launcher does both)."
         ),
     )
     nproc_per_node: int | None = Field(

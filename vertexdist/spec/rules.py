@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog, limits
+from vertexdist.spec import catalog, limits, ray_rules
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -119,7 +119,8 @@ def reduction_server_with_custom_image(t: JobTemplate) -> Iterator[Finding]:
 
 
 def ddp_restart_policy(t: JobTemplate) -> Iterator[Finding]:
-    if t.replica_count > 1 and not t.restart_job_on_worker_restart:
+    # A Ray job does not hang: the launcher ends it when a node goes (spec/ray_rules.py has its checks).
+    if t.replica_count > 1 and not t.restart_job_on_worker_restart and t.trainer.launcher != "ray":
         yield Finding(
             "restart_job_on_worker_restart",
             "multi-node DDP without restart_job_on_worker_restart: if one worker restarts, the others hang"
@@ -410,6 +411,7 @@ RULES: tuple[Rule, ...] = (
     env_limits,
     build_repository_region,
     *limits.RULES,
+    *ray_rules.RULES,
     *TUNING_RULES,
 )
 

@@ -12,13 +12,13 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
-from . import say, torchrun
+from . import ray_mode, say, torchrun
 from .cluster import ClusterSpecError, Placement, placement
 from .options import USAGE, LauncherUsageError, LaunchOptions, parse_launch_args
 
 Runner = Callable[[LaunchOptions, Placement, Mapping[str, str]], int]
 # One entry per mode (options.MODES names them): a mode is a runner for training nodes.
-RUNNERS: dict[str, Runner] = {"torchrun": torchrun.run}
+RUNNERS: dict[str, Runner] = {"torchrun": torchrun.run, "ray": ray_mode.run}
 
 
 def run_once(options: LaunchOptions, place: Placement) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The launcher's modes. `python` is not one: with it Vertex runs the user's module itself, no launcher.
-MODES: tuple[str, ...] = ("torchrun",)
+MODES: tuple[str, ...] = ("torchrun", "ray")
 NPROC_FLAG = "--nproc-per-node"
 RESTARTS_FLAG = "--max-restarts"
 USAGE = (

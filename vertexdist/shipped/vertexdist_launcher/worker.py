@@ -50,9 +50,10 @@ def run_target(target: Target) -> None:
     runpy.run_path(script, run_name="__main__")
 
 
-def record_error(error: BaseException, env: Mapping[str, str]) -> None:
-    """Write `error` to torchrun's error file for this rank, in the shape torch's `@record` writes."""
-    path = env.get(ERROR_FILE_VARIABLE)
+def record_error(error: BaseException, env: Mapping[str, str], variable: str = ERROR_FILE_VARIABLE) -> None:
+    """Write `error` to the error file `variable` names (torchrun's for this rank), in the shape torch's
+    `@record` writes."""
+    path = env.get(variable)
     if not path:
         return
     data = {

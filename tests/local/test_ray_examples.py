@@ -1,0 +1,112 @@
+"""The chapter's Ray Train and Ray Tune scripts (examples/ray_train, examples/ray_tune: no vertexdist in
+them) on their 2-replica templates, three jobs at once on this machine, each replica a real Ray node:
+both through `local-run`, and the Train example through `submit --emulator` too (the real SDK path to a
+local Vertex, whose job the local backend runs with the same shipped launcher)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+WORKER_LINE = re.compile(r"worker (\d+)/(\d+) on node (\w+): epoch (\d+), loss [\d.]+$")
+CLUSTER_LINE = re.compile(r"^Ray cluster: nodes ([\w, ]+); 0 GPUs; (\d+) training workers$")
+TRIAL_LINE = re.compile(r"^trial \S+: lr [\d.]+, hidden \d+, (\d+) epoch\(s\), accuracy [\d.]+, node (\w+)$")
+# Three clusters share 2 cores here: give Ray Train's worker group longer than its 60 s to start.
+SLOW_MACHINE = {"RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "300", "NO_GCE_CHECK": "true"}
+
+
+def head_log(logs: Path) -> list[str]:
+    """The head's log: the driver's lines and every Ray worker's, as the driver got them."""
+    return (logs / "workerpool0-0.log").read_text().splitlines()
+
+
+def check_train(logs: Path, gcs_root: Path) -> None:
+    lines = head_log(logs)
+    [cluster] = [m for line in lines if (m := CLUSTER_LINE.match(line))]
+    nodes, num_workers = set(cluster.group(1).split(", ")), int(cluster.group(2))
+    assert len(nodes) == 2 and num_workers == 2  # one CPU worker per node
+    reports = {m.groups()[:4] for line in lines if (m := WORKER_LINE.search(line))}
+    # Every worker reported every epoch, in a world of ScalingConfig.num_workers, spread over both nodes.
+    assert {(rank, epoch) for rank, _, _, epoch in reports} == {
+        (str(r), str(e)) for r in range(2) for e in range(3)
+    }
+    assert {int(world) for _, world, _, _ in reports} == {num_workers}
+    by_rank = {rank: node for rank, _, node, _ in reports}
+    assert set(by_rank.values()) == nodes, by_rank
+    assert f"(world size {num_workers})" in next(line for line in lines if line.startswith("Final loss:"))
+    [checkpoint] = [
+        line.removeprefix("Best checkpoint: ") for line in lines if line.startswith("Best checkpoint:")
+    ]
+    assert Path(checkpoint).is_relative_to(gcs_root), checkpoint  # AIP_CHECKPOINT_DIR, where gs:// lives
+    assert (Path(checkpoint) / "model.pt").stat().st_size > 0
+    worker = (logs / "workerpool1-0.log").read_text().splitlines()
+    assert worker[-1] == (
+        "vertexdist_launcher: workerpool1-0: the Ray driver on workerpool0-0 succeeded;"
+        " stopping this Ray node"
+    )
+
+
+def check_tune(logs: Path, samples: int = 8, max_epochs: int = 10) -> None:
+    lines = head_log(logs)
+    trials = [m for line in lines if (m := TRIAL_LINE.match(line))]
+    assert len(trials) == samples, "\n".join(lines[-40:])  # every trial ended with a result
+    epochs = [int(m.group(1)) for m in trials]
+    assert all(1 <= e <= max_epochs for e in epochs)
+    assert min(epochs) < max_epochs, f"ASHA stopped no trial early: {epochs}"
+    assert max(epochs) == max_epochs  # the best went the whole way
+    assert any(line.startswith("Best accuracy: ") for line in lines)
+
+
+def vertexdist(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "vertexdist", *args],
+        cwd=cwd,
+        env={**os.environ, **SLOW_MACHINE},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_the_ray_examples_run_through_local_run_and_the_emulator_side_by_side(
+    tmp_path: Path, examples: Any, kit: Any
+) -> None:
+    train, tune, data = tmp_path / "train", tmp_path / "tune", tmp_path / "emulator"
+    train_template = str(examples.ROOT / "ray_train" / "job.yaml")
+    clis = {
+        "local-run train": vertexdist("local-run", train_template, "--out", str(train), cwd=tmp_path),
+        "local-run tune": vertexdist(
+            "local-run", str(examples.ROOT / "ray_tune" / "job.yaml"), "--out", str(tune), cwd=tmp_path
+        ),
+        "submit --emulator train": vertexdist(
+            "submit", train_template, "--emulator", "--follow", "--emulator-data-dir", str(data), cwd=tmp_path
+        ),
+    }
+    outputs = {}
+    try:
+        for name, cli in clis.items():
+            outputs[name] = cli.communicate(timeout=420)[0]
+    finally:
+        for cli in clis.values():
+            if cli.poll() is None:
+                cli.kill()
+                cli.communicate()
+    for name, cli in clis.items():
+        assert cli.returncode == 0, f"{name}:\n{outputs[name][-6000:]}"
+
+    check_train(train / "logs", train / "gcs")
+    check_tune(tune / "logs")
+    for run in (train, tune):  # every Ray node stopped with its job
+        assert kit.job_processes(kit.replica_groups(run), run) == []
+
+    assert "job SUCCEEDED: ray-train-example" in outputs["submit --emulator train"]
+    [job] = list((data / "jobs").iterdir())
+    check_train(job / "logs", data / "gcs")  # the emulator's Cloud Storage
