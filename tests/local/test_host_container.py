@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -143,7 +144,8 @@ def test_a_torchrun_container_command_finds_the_launcher_on_the_host(repo_root: 
     result = subprocess.run(
         run.argv, env={**env, **run.env}, cwd=run.cwd, capture_output=True, text=True, timeout=90, check=True
     )
-    seen = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    # Two workers print at once, and a print is two writes: one line may hold both objects.
+    seen = [json.loads(found) for found in re.findall(r"\{[^{}]*\}", result.stdout)]
     assert [(s["world_size"], s["nproc_per_node"]) for s in seen] == [(2, 2), (2, 2)]  # torchrun's ranks
 
 
