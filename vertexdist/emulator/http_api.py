@@ -27,6 +27,7 @@ from vertexdist.emulator import logging_api, tuning_api
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
 from vertexdist.emulator.log_entries import JobEntries
+from vertexdist.emulator.paging import list_page
 from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.emulator.tuning_service import TuningService
@@ -219,17 +220,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._body()
             service.cancel(name)
             return {}
-        try:
-            page_size = int(query.get("pageSize") or 0)
-        except ValueError:
-            raise ApiError.invalid(f"pageSize {query['pageSize']!r} is not a number") from None
-        items, token = service.list(
-            parent, collection, query.get("filter", ""), page_size, query.get("pageToken", "")
+        return list_page(
+            collection,
+            query,
+            lambda filter_, size, token: service.list(parent, collection, filter_, size, token),
+            lambda resource: _public(resource, as_int),
         )
-        out: dict[str, Any] = {collection: [_public(r, as_int) for r in items]}
-        if token:
-            out["nextPageToken"] = token
-        return out
 
     def _extension(self, verb: str, path: str, query: dict[str, str]) -> None:
         if path == "/vertexdist/v1/faults" and verb == "POST":

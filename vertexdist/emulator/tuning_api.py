@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vertexdist.emulator.service import ApiError, EmulatorService
+from vertexdist.emulator.paging import list_page
+from vertexdist.emulator.service import EmulatorService
 from vertexdist.emulator.store import Resource
 from vertexdist.emulator.tuning_service import COLLECTION, TuningService
 from vertexdist.wire.study import encode_tuning_enums
@@ -40,14 +41,9 @@ def call(
         body()
         tuning.cancel(name)
         return {}
-    try:
-        page_size = int(query.get("pageSize") or 0)
-    except ValueError:
-        raise ApiError.invalid(f"pageSize {query['pageSize']!r} is not a number") from None
-    items, token = jobs.list(
-        parent, COLLECTION, query.get("filter", ""), page_size, query.get("pageToken", "")
+    return list_page(
+        COLLECTION,
+        query,
+        lambda filter_, size, token: jobs.list(parent, COLLECTION, filter_, size, token),
+        lambda resource: public(resource, as_int),
     )
-    out: dict[str, Any] = {COLLECTION: [public(r, as_int) for r in items]}
-    if token:
-        out["nextPageToken"] = token
-    return out
