@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,6 +22,7 @@ import time
 from pathlib import Path
 
 import yaml
+from interleaved import compare, free_port
 
 REPEATS = 5
 # The user's script: it knows nothing of vertexdist, only torchrun's variables.
@@ -47,12 +46,6 @@ for step in range(3):
         Path(sys.argv[1], f"rank{dist.get_rank()}.json").write_text(json.dumps(stamp))
 dist.destroy_process_group()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _first_step(stamps: Path, started: float) -> float:
@@ -104,7 +97,7 @@ def time_local_run(workdir: Path, run: int) -> float:
 def time_torchrun(workdir: Path, run: int) -> float:
     stamps = workdir / f"torchrun-{run}"
     stamps.mkdir()
-    port = _free_port()
+    port = free_port()
     started = time.time()
     procs = [
         subprocess.Popen(
@@ -131,18 +124,13 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-launcher-"))
     try:
         (workdir / "user_script.py").write_text(SCRIPT)
-        cold = time_local_run(workdir, 0)  # the first run installs the package into the cache
-        local, torchrun = [], []
-        for run in range(1, REPEATS + 1):  # interleaved, so machine noise hits both alike
-            local.append(time_local_run(workdir, run))
-            torchrun.append(time_torchrun(workdir, run))
-        local_s, torchrun_s = statistics.median(local), statistics.median(torchrun)
-        print("job: a user's DDP script, 2 replicas x 2 processes, gloo/CPU; start -> last rank's first step")
-        print(f"local-run (cold package cache, 1 run): {cold:6.2f} s")
-        for name, times in {"local-run": local, "torchrun": torchrun}.items():
-            listed = ", ".join(f"{t:.2f}" for t in times)
-            print(f"{name:<9}  median of {REPEATS}: {statistics.median(times):6.2f} s  runs {listed}")
-        print(f"ratio local-run / torchrun: {local_s / torchrun_s:.2f}x (target <= 1.1x)")
+        compare(
+            "job: a user's DDP script, 2 replicas x 2 processes, gloo/CPU; start -> last rank's first step",
+            ("local-run", lambda run: time_local_run(workdir, run)),
+            ("torchrun", lambda run: time_torchrun(workdir, run)),
+            repeats=REPEATS,
+            target=1.1,
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,6 +18,7 @@ import time
 from pathlib import Path
 
 import yaml
+from interleaved import compare, free_port
 
 REPEATS = 3
 TRAINER_ARGS = [
@@ -37,12 +36,6 @@ TEMPLATE = {
     "trainer": {"args": TRAINER_ARGS, "env": {"OMP_NUM_THREADS": "1"}},
     "replica_count": 2,
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def time_local_run(workdir: Path, template: Path, run: int) -> float:
@@ -71,7 +64,7 @@ def time_local_run(workdir: Path, template: Path, run: int) -> float:
 
 
 def time_torchrun(workdir: Path, run: int) -> float:
-    port = _free_port()
+    port = free_port()
     model_dir = workdir / f"torchrun-{run}"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "AIP_MODEL_DIR": str(model_dir / "model")}
     env["AIP_CHECKPOINT_DIR"] = str(model_dir / "checkpoints")
@@ -112,18 +105,13 @@ def main() -> None:
     try:
         template = workdir / "job.yaml"
         template.write_text(yaml.safe_dump(TEMPLATE))
-        cold = time_local_run(workdir, template, 0)  # first run installs the package into the cache
-        local, torchrun = [], []
-        for run in range(1, REPEATS + 1):  # interleaved, so machine noise hits both alike
-            local.append(time_local_run(workdir, template, run))
-            torchrun.append(time_torchrun(workdir, run))
-        local_s, torchrun_s = statistics.median(local), statistics.median(torchrun)
-        print("job: bundled trainer, 2 replicas x 1 process, gloo/CPU, 1 epoch of 256 samples")
-        print(f"local-run (cold package cache, 1 run): {cold:6.2f} s")
-        for name, times in {"local-run": local, "torchrun": torchrun}.items():
-            listed = ", ".join(f"{t:.2f}" for t in times)
-            print(f"{name:<9}  median of {REPEATS}: {statistics.median(times):6.2f} s  runs {listed}")
-        print(f"ratio local-run / torchrun: {local_s / torchrun_s:.2f}x (target <= 1.0x)")
+        compare(
+            "job: bundled trainer, 2 replicas x 1 process, gloo/CPU, 1 epoch of 256 samples",
+            ("local-run", lambda run: time_local_run(workdir, template, run)),
+            ("torchrun", lambda run: time_torchrun(workdir, run)),
+            repeats=REPEATS,
+            target=1.0,
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -19,8 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,7 @@ import time
 from pathlib import Path
 
 import yaml
+from interleaved import compare, free_port
 
 from vertexdist.shipped.vertexdist_launcher.cluster import Placement
 from vertexdist.shipped.vertexdist_launcher.ray_args import (
@@ -49,12 +48,6 @@ stamp = time.time()
 print("driver: first line", flush=True)
 Path(sys.argv[1]).write_text(json.dumps({"first_line": stamp, "nodes": len(ray.nodes())}))
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _first_line(stamp: Path, started: float) -> float:
@@ -112,13 +105,13 @@ def _by_hand_args(rank: int, port: int, folder: Path) -> list[str]:
     returns once its node is up)."""
     place = Placement(f"workerpool{min(rank, 1)}", 0, rank, 2, "127.0.0.1", port)
     node = ray_node(place, {"VERTEXDIST_NPROC_PER_NODE": "1"}, cpus=2, gpus=0, port=port)
-    args = ray_start_args(node, free_port=_free_port, temp_dir=str(folder))
+    args = ray_start_args(node, free_port=free_port, temp_dir=str(folder))
     return [arg for arg in args if arg != "--block"]
 
 
 def time_by_hand(workdir: Path, run: int) -> float:
     stamp = workdir / f"hand-{run}.json"
-    port = _free_port()
+    port = free_port()
     groups: list[int] = []
     folders: list[Path] = []
     env = node_env({**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -162,18 +155,13 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     try:
         (workdir / "driver.py").write_text(DRIVER)
-        cold = time_local_run(workdir, 0)  # the first run installs the package into the cache
-        local, by_hand = [], []
-        for run in range(1, REPEATS + 1):  # interleaved, so machine noise hits both alike
-            local.append(time_local_run(workdir, run))
-            by_hand.append(time_by_hand(workdir, run))
-        local_s, hand_s = statistics.median(local), statistics.median(by_hand)
-        print("job: a Ray driver on 2 Ray nodes (2 CPUs each, loopback); start -> the driver's first line")
-        print(f"local-run (cold package cache, 1 run): {cold:6.2f} s")
-        for name, times in {"local-run": local, "by hand": by_hand}.items():
-            listed = ", ".join(f"{t:.2f}" for t in times)
-            print(f"{name:<9}  median of {REPEATS}: {statistics.median(times):6.2f} s  runs {listed}")
-        print(f"ratio local-run / ray start by hand: {local_s / hand_s:.2f}x (target <= 1.2x)")
+        compare(
+            "job: a Ray driver on 2 Ray nodes (2 CPUs each, loopback); start -> the driver's first line",
+            ("local-run", lambda run: time_local_run(workdir, run)),
+            ("ray start by hand", lambda run: time_by_hand(workdir, run)),
+            repeats=REPEATS,
+            target=1.2,
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
