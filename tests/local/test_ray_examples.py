@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# Three Ray clusters on 2 cores, beside another test file: minutes, within the 420 s each CLI is given.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(480)]
 
 WORKER_LINE = re.compile(r"worker (\d+)/(\d+) on node (\w+): epoch (\d+), loss [\d.]+$")
 CLUSTER_LINE = re.compile(r"^Ray cluster: nodes ([\w, ]+); 0 GPUs; (\d+) training workers$")

@@ -20,7 +20,7 @@ import yaml
 
 from vertexdist.shipped.vertexdist_launcher.ray_args import RAY_TESTED
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(360)]  # two Ray jobs a test
 
 # The driver records itself and a task on every node (pid, process group, session, node), then holds them.
 DRIVER = """\
