@@ -14,6 +14,25 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 STAGING_BUCKET = "vd-staging"
 
 
+def _start_early(item: pytest.Item) -> tuple[float, bool]:
+    """How long a test may run (its `timeout` mark) and whether it is `slow`: the longest first."""
+    timeout = item.get_closest_marker("timeout")
+    longest = float(timeout.args[0]) if timeout and timeout.args else 0.0
+    return -longest, item.get_closest_marker("slow") is None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest test files start first (stable otherwise): `make test` hands whole files to two workers,
+    and a long file handed out last would leave one worker waiting on it alone."""
+    first_seen: dict[str, int] = {}
+    keys: dict[str, tuple[float, bool]] = {}
+    for index, item in enumerate(items):
+        path = str(item.path)
+        first_seen.setdefault(path, index)
+        keys[path] = min(keys.get(path, (0.0, True)), _start_early(item))
+    items.sort(key=lambda item: (*keys[str(item.path)], first_seen[str(item.path)]))
+
+
 def write_tree(root: Path, files: Mapping[str, str | bytes]) -> Path:
     """Create `files` (relative path -> content) under `root`."""
     for rel, content in files.items():

@@ -12,7 +12,7 @@ from vertexdist.emulator import Emulator
 from vertexdist.emulator.faults import Fault
 from vertexdist.render import with_job_folder
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SLEEPER = "import time\ntime.sleep(60)\n"
 
