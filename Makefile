@@ -24,7 +24,7 @@ typecheck: venv
 	$(VENV)/bin/mypy
 
 unit: venv
-	NO_GCE_CHECK=true $(PY) -m pytest -q -n 2 --dist loadfile
+	NO_GCE_CHECK=true $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 test: lint typecheck unit
 
