@@ -32,6 +32,9 @@ demo: venv
 	$(VENV)/bin/vertexdist validate job_templates/
 	@echo "== the 2 x 4-GPU job as local processes, one CPU worker per replica"
 	$(VENV)/bin/vertexdist local-run job_templates/a2-4g-x2.yaml --procs-per-replica 1
+	@echo "== day two: that job's outputs, and its chief's log"
+	run=$$(ls -td .vertexdist/runs/local-* | head -n 1) && $(VENV)/bin/vertexdist outputs "$$run" \
+	  && $(VENV)/bin/vertexdist logs "$$run" --replica workerpool0-0
 	@echo "== the same job through the real SDK path, against the local Vertex emulator"
 	$(VENV)/bin/vertexdist submit job_templates/a2-4g-x2.yaml --emulator --follow --procs-per-replica 1
 
