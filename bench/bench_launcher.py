@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import yaml
-from interleaved import compare, free_port
+from interleaved import compare, free_port, local_run
 
 REPEATS = 5
 # The user's script: it knows nothing of vertexdist, only torchrun's variables.
@@ -73,24 +73,9 @@ def _template(workdir: Path, stamps: Path) -> Path:
 def time_local_run(workdir: Path, run: int) -> float:
     stamps = workdir / f"local-{run}"
     stamps.mkdir()
-    template = _template(workdir, stamps)
-    out = workdir / f"run-{run}"
-    started = time.time()
-    result = subprocess.run(
-        [
-            sys.executable,
-            *("-m", "vertexdist", "local-run", str(template)),
-            "--out",
-            str(out),
-            "--procs-per-replica",
-            "2",
-        ],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
+    started = local_run(
+        _template(workdir, stamps), workdir / f"run-{run}", workdir, "--procs-per-replica", "2"
     )
-    if result.returncode != 0:
-        raise SystemExit(f"local-run failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
     return _first_step(stamps, started)
 
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import yaml
-from interleaved import compare, free_port
+from interleaved import compare, free_port, local_run
 
 REPEATS = 3
 TRAINER_ARGS = [
@@ -39,28 +39,8 @@ TEMPLATE = {
 
 
 def time_local_run(workdir: Path, template: Path, run: int) -> float:
-    out = workdir / f"run-{run}"
-    started = time.perf_counter()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "vertexdist",
-            "local-run",
-            str(template),
-            "--out",
-            str(out),
-            "--procs-per-replica",
-            "1",
-        ],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-    )
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0:
-        raise SystemExit(f"local-run failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
-    return elapsed
+    started = local_run(template, workdir / f"run-{run}", workdir, "--procs-per-replica", "1")
+    return time.time() - started
 
 
 def time_torchrun(workdir: Path, run: int) -> float:

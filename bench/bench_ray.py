@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import yaml
-from interleaved import compare, free_port
+from interleaved import compare, free_port, local_run
 
 from vertexdist.shipped.vertexdist_launcher.cluster import Placement
 from vertexdist.shipped.vertexdist_launcher.ray_args import (
@@ -79,24 +79,7 @@ def _template(workdir: Path, stamp: Path) -> Path:
 
 def time_local_run(workdir: Path, run: int) -> float:
     stamp = workdir / f"local-{run}.json"
-    template = _template(workdir, stamp)
-    started = time.time()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "vertexdist",
-            "local-run",
-            str(template),
-            "--out",
-            str(workdir / f"run-{run}"),
-        ],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"local-run failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
+    started = local_run(_template(workdir, stamp), workdir / f"run-{run}", workdir)
     return _first_line(stamp, started)
 
 

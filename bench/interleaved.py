@@ -8,13 +8,31 @@ from __future__ import annotations
 
 import socket
 import statistics
+import subprocess
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def local_run(template: Path, out: Path, cwd: Path, *flags: str) -> float:
+    """Run `vertexdist local-run template --out out [flags]` to its end; the wall time it was started at."""
+    started = time.time()
+    result = subprocess.run(
+        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out), *flags],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"local-run failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
+    return started
 
 
 def compare(
