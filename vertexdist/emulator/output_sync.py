@@ -10,38 +10,28 @@ files under the data folder.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from vertexdist.emulator.gcs import StorageEmulator, split_gs_uri
-
-
-def _md5(data: bytes) -> str:
-    return base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
+from vertexdist.backends.outputs import FolderOutputs, output_uri, split_gs_uri
+from vertexdist.emulator.gcs import StorageEmulator
 
 
 def publish_outputs(storage: StorageEmulator, gcs_root: Path, spec: dict[str, Any]) -> list[str]:
     """Upload the job's output folder from `gcs_root` into `storage`; the object names uploaded."""
-    uri = ((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "").rstrip("/")
-    if not uri.startswith("gs://") or "/" not in uri[5:]:
+    uri = output_uri(spec)
+    if uri is None or not uri.startswith("gs://"):
         return []
-    bucket, prefix = split_gs_uri(uri + "/")
-    folder = Path(gcs_root, bucket, *PurePosixPath(prefix).parts)
-    if not folder.is_dir():
+    bucket, prefix = split_gs_uri(uri)
+    source = FolderOutputs(uri, gcs_root)
+    if not prefix or not source.folder.is_dir():
         return []
     storage.ensure_bucket(bucket)
-    existing = storage.md5_hashes(bucket, prefix)
+    existing = storage.md5_hashes(bucket, f"{prefix}/")
     uploaded = []
-    for root, _dirs, names in os.walk(folder):
-        for file_name in sorted(names):
-            path = Path(root, file_name)
-            if path.is_symlink() or not path.is_file():
-                continue
-            name = "/".join((prefix.rstrip("/"), path.relative_to(folder).as_posix())).lstrip("/")
-            if existing.get(name) != _md5(path.read_bytes()):
-                storage.upload(path, f"gs://{bucket}/{name}")
-                uploaded.append(name)
+    for file in source.files():
+        name = f"{prefix}/{file.path}"
+        if existing.get(name) != source.checksum(file)[1]:
+            storage.upload(source.folder / file.path, f"gs://{bucket}/{name}")
+            uploaded.append(name)
     return uploaded
