@@ -18,10 +18,6 @@ from vertexdist.wire.timestamps import format_ns
 PAGE_LINES = 5000
 
 
-def severity_of(line: LogLine) -> str:
-    return "ERROR" if line.stderr else "INFO"
-
-
 def _keyed(replica: str, lines: list[LogLine], first: int) -> Iterator[tuple[int, str, LogLine]]:
     for line in itertools.islice(lines, first, None):
         yield line.time_ns, replica, line
@@ -66,7 +62,7 @@ class LocalLogs:
                 more = True
                 break
             offsets[replica] = line.offset + 1
-            severity = severity_of(line)
+            severity = line.severity
             if floor_ns is not None and time_ns < floor_ns:
                 continue
             if severity_rank(severity) < least:

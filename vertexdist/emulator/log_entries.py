@@ -52,7 +52,7 @@ class Entry:
     line: LogLine
 
     def to_json(self) -> dict[str, Any]:
-        severity = "ERROR" if self.line.stderr else "INFO"
+        severity = self.line.severity
         stamp = format_ns(self.line.time_ns)
         source = self.source
         return {
@@ -120,8 +120,7 @@ class JobEntries:
         for entry in heapq.merge(*streams, key=lambda entry: entry.key):
             if after is not None and entry.key <= after:
                 continue
-            severity = "ERROR" if entry.line.stderr else "INFO"
-            if where.keeps_time(entry.key[0]) and where.keeps_severity(severity):
+            if where.keeps_time(entry.key[0]) and where.keeps_severity(entry.line.severity):
                 yield entry
 
     @staticmethod

@@ -27,6 +27,11 @@ class LogLine:
     stderr: bool
     time_ns: int
 
+    @property
+    def severity(self) -> str:
+        """Vertex's: a replica's stdout is INFO, its stderr ERROR."""
+        return "ERROR" if self.stderr else "INFO"
+
 
 class LogReader:
     """One replica's log; each call to `lines()` reads only what was appended since the last."""
