@@ -7,7 +7,6 @@ commands), then GOOGLE_CLOUD_PROJECT / GOOGLE_CLOUD_REGION; endpoints from flags
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,9 +16,6 @@ if TYPE_CHECKING:
     from vertexdist.backends.config import Target
     from vertexdist.backends.local import LocalBackend
     from vertexdist.backends.vertex import VertexBackend
-
-# What local-run names its jobs (local.template_job.new_job_id).
-_LOCAL_JOB_ID = re.compile(r"^local-\d{8}-\d{6}-[0-9a-f]{4}$")
 
 Project = Annotated[
     str | None,
@@ -115,10 +111,10 @@ def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
 def local_job(ref: str) -> tuple[LocalBackend, str] | None:
     """A local-run job: its id (a folder under .vertexdist/runs) or its run folder; None for other refs."""
     from vertexdist.backends.local import LocalBackend, UnknownLocalJob
-    from vertexdist.local.template_job import RUNS_DIR, LocalOptions
+    from vertexdist.local.template_job import RUNS_DIR, LocalOptions, is_job_id
 
     folder = Path(ref)
-    if _LOCAL_JOB_ID.match(ref.strip()) and not folder.exists():
+    if is_job_id(ref.strip()) and not folder.exists():
         folder = RUNS_DIR / ref.strip()
         if not folder.is_dir():
             raise UnknownLocalJob(

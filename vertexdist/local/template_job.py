@@ -11,6 +11,7 @@ The run folder is the user's alone (mode 0700): its files hold the job's spec.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -44,6 +45,11 @@ class LocalOptions:
 
 def new_job_id() -> str:
     return time.strftime("local-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
+
+
+def is_job_id(text: str) -> bool:
+    """Whether `text` is a name `new_job_id` gives."""
+    return re.fullmatch(r"local-\d{8}-\d{6}-[0-9a-f]{4}", text) is not None
 
 
 def require_docker(t: JobTemplate, *, need_daemon: bool) -> None:
