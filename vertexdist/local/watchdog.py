@@ -39,8 +39,9 @@ STOP_COMMAND_TIMEOUT_S = 30.0
 PROC = Path("/proc")
 
 
-def _live_pids() -> list[int]:
-    pids = []
+def _live_processes() -> list[tuple[int, int]]:
+    """(pid, process group) of every live process; a zombie holds nothing."""
+    found = []
     for entry in PROC.iterdir() if PROC.is_dir() else ():
         if not entry.name.isdigit():
             continue
@@ -48,18 +49,11 @@ def _live_pids() -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if stat[stat.rfind(")") + 2 :].startswith("Z"):  # a zombie holds nothing
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) < 3 or fields[0] == "Z":
             continue
-        pids.append(int(entry.name))
-    return pids
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rfind(")") + 2 :].split()[2])
+        found.append((int(entry.name), int(fields[2])))
+    return found
 
 
 def _carries_token(pid: int, marker: bytes) -> bool:
@@ -76,8 +70,8 @@ def job_processes(groups: Iterable[int], token: str) -> list[int]:
     me = os.getpid()
     return [
         pid
-        for pid in _live_pids()
-        if pid != me and (_pgid(pid) in wanted or (token and _carries_token(pid, marker)))
+        for pid, pgid in _live_processes()
+        if pid != me and (pgid in wanted or (token and _carries_token(pid, marker)))
     ]
 
 
