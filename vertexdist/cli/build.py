@@ -49,7 +49,7 @@ def _print_dry_run(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
-    from vertexdist.container.context import human_size
+    from vertexdist.sizes import human_size
 
     typer.echo(f"context: {report['context']} (Dockerfile: {report['dockerfile']})")
     typer.echo(f"files ({len(report['files'])}, {human_size(report['total_bytes'])}):")

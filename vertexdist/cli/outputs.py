@@ -13,8 +13,9 @@ from pathlib import Path
 import typer
 
 from vertexdist.cli.jobs import AnyJobRef
-from vertexdist.cli.outputs_view import human_size, show_download
+from vertexdist.cli.outputs_view import show_download
 from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport, any_job_backend
+from vertexdist.sizes import human_size
 
 
 def outputs(

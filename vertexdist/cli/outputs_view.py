@@ -10,18 +10,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from vertexdist.sizes import human_size
+
 if TYPE_CHECKING:
     from vertexdist.backends.download import DownloadReport
     from vertexdist.backends.outputs import OutputFile, OutputSource
-
-
-def human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def show_download(source: OutputSource, files: list[OutputFile], dest: Path, *, as_json: bool) -> None:

@@ -32,6 +32,7 @@ from vertexdist.container.ignore import (
     parse_gitignore,
 )
 from vertexdist.errors import VertexdistError
+from vertexdist.sizes import human_size
 
 DEFAULT_MAX_CONTEXT_BYTES = 256 * 1024 * 1024
 HASH_SCHEME = "vertexdist-context/1"
@@ -81,14 +82,6 @@ class BuildContext:
 
     def paths(self) -> list[str]:
         return [e.path for e in self.entries]
-
-
-def human_size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
 
 
 def parse_size(text: str) -> int:

@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from vertexdist.sizes import human_size
 from vertexdist.spec.findings import Finding
 
 if TYPE_CHECKING:
@@ -45,14 +46,6 @@ TEMPLATE_FILE_BYTES = 64 * MiB
 YAML_VALUES = 100_000
 # Nesting levels of YAML values: a template has four or five; deeper ones would exhaust Python's stack.
 YAML_DEPTH = 100
-
-
-def human_size(n: int) -> str:
-    if n < KiB:
-        return f"{n} bytes"
-    if n < MiB:
-        return f"{n / KiB:.1f} KiB"
-    return f"{n / MiB:.1f} MiB"
 
 
 def _utf8_len(text: str) -> int:
