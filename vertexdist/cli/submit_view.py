@@ -11,6 +11,7 @@ import typer
 
 from vertexdist.cli.job_view import print_chunk
 from vertexdist.errors import VertexdistError
+from vertexdist.sizes import human_size
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobStatus, LogChunk
@@ -81,7 +82,7 @@ def upload(backend: VertexBackend, submission: Submission) -> None:
     else:
         uploaded = backend.upload(submission)
     verb = "uploaded" if uploaded else "unchanged, already in the bucket:"
-    typer.echo(f"package {verb} {submission.package_uri} ({size / 1024:.1f} KiB)", err=True)
+    typer.echo(f"package {verb} {submission.package_uri} ({human_size(size)})", err=True)
 
 
 def follow_job(backend: VertexBackend, name: str, *, follow_logs: bool) -> JobStatus:
