@@ -140,3 +140,23 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp
         return (code if isinstance(code, int) else (0 if code is None else 1)), captured.out, captured.err
 
     return run
+
+
+@pytest.fixture
+def aiplatform(emu: Emulator) -> Any:
+    """google.cloud.aiplatform, initialised for the emulator (anonymous, REST) with its staging bucket."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import aiplatform, storage
+
+    client = storage.Client(project=PROJECT)
+    if client.lookup_bucket(BUCKET) is None:
+        client.create_bucket(BUCKET)
+    aiplatform.init(
+        project=PROJECT,
+        location="us-central1",
+        staging_bucket=f"gs://{BUCKET}/stage",
+        credentials=AnonymousCredentials(),
+        api_endpoint=emu.vertex_endpoint,
+        api_transport="rest",
+    )
+    return aiplatform

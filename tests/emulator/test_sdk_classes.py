@@ -31,25 +31,6 @@ print("model dir", os.environ["AIP_MODEL_DIR"])
 """
 
 
-@pytest.fixture
-def aiplatform(emu: Emulator) -> Any:
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import aiplatform, storage
-
-    client = storage.Client(project=PROJECT)
-    if client.lookup_bucket(BUCKET) is None:
-        client.create_bucket(BUCKET)
-    aiplatform.init(
-        project=PROJECT,
-        location="us-central1",
-        staging_bucket=f"gs://{BUCKET}/stage",
-        credentials=AnonymousCredentials(),
-        api_endpoint=emu.vertex_endpoint,
-        api_transport="rest",
-    )
-    return aiplatform
-
-
 def _replica_logs(emu: Emulator, name: str) -> dict[str, str]:
     return {replica: path.read_text() for replica, path in emu.service.log_files(name).items()}
 

@@ -37,25 +37,6 @@ print("requirement", vdreqdemo.VALUE)
 """
 
 
-@pytest.fixture
-def aiplatform(emu: Emulator) -> Any:
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import aiplatform, storage
-
-    client = storage.Client(project=PROJECT)
-    if client.lookup_bucket(BUCKET) is None:
-        client.create_bucket(BUCKET)
-    aiplatform.init(
-        project=PROJECT,
-        location="us-central1",
-        staging_bucket=f"gs://{BUCKET}/stage",
-        credentials=AnonymousCredentials(),
-        api_endpoint=emu.vertex_endpoint,
-        api_transport="rest",
-    )
-    return aiplatform
-
-
 def _logs(emu: Emulator, name: str) -> str:
     return "".join(path.read_text() for path in emu.service.log_files(name).values())
 
