@@ -85,9 +85,7 @@ class Emulator:
         service: EmulatorService | None = None
         self._local_runner: LocalBackendRunner | None = None
         try:
-            self.storage = StorageEmulator(
-                port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
-            )
+            self.storage = StorageEmulator(port=gcs_port, data_dir=self.data_dir / "storage")
             if runner is None:
                 runner = self._local_runner = LocalBackendRunner(
                     package_cache=self.data_dir / "package-cache",
