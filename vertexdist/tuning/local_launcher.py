@@ -17,6 +17,7 @@ from typing import Any
 from vertexdist.local.environment import JobContext, hp_metric_file
 from vertexdist.local.gpus import host_gpus
 from vertexdist.local.launch import schedule
+from vertexdist.local.logs import replica_tail
 from vertexdist.local.request import build_request
 from vertexdist.local.runner import JobState, LocalJob
 from vertexdist.tuning.driver import TrialEnd
@@ -60,7 +61,12 @@ class LocalTrial:
             return None
         self._release()
         error = self.job.error
-        return TrialEnd(state is JobState.SUCCEEDED, error.message if error else "")
+        if error is None:
+            return TrialEnd(state is JobState.SUCCEEDED)
+        message = error.message
+        if state is JobState.FAILED and error.replica:
+            message += replica_tail(self.job.log_paths().get(error.replica))  # its cause, as on Vertex
+        return TrialEnd(False, message)
 
     def metrics_text(self) -> str:
         try:
