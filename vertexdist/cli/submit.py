@@ -94,7 +94,8 @@ def submit(
         None,
         "--procs-per-replica",
         min=1,
-        help="With --emulator: worker processes per replica (default 1).",
+        help="With --emulator: worker processes per replica (default: the machine's GPUs, 1 without;"
+        " as local-run).",
     ),
     emulator_data_dir: Path = typer.Option(
         EMULATOR_DATA_DIR,
@@ -110,6 +111,12 @@ def submit(
         raise UsageError(
             "--emulator runs only while the command runs",
             hint="drop --detach, or start one: vertexdist emulator start",
+        )
+    if procs_per_replica is not None and not emulator:
+        raise UsageError(
+            f"--procs-per-replica {procs_per_replica} applies to jobs the emulator runs: Vertex starts what"
+            " the template says (trainer.nproc_per_node, else one process per GPU)",
+            hint="add --emulator, or set trainer.nproc_per_node in the template",
         )
     loaded = load_template(template)
     if emulator:
@@ -129,7 +136,7 @@ def submit(
             emu = stack.enter_context(
                 Emulator(
                     data_dir=emulator_data_dir,
-                    procs_per_replica=1 if procs_per_replica is None else procs_per_replica,
+                    procs_per_replica=procs_per_replica,
                 )
             )
             endpoint, transport = emu.vertex_endpoint, "rest"

@@ -62,7 +62,8 @@ class Emulator:
 
     `data_dir` keeps jobs, logs and buckets across restarts; without it everything lives in a temporary
     folder removed on `stop()`. `hold_get_s` > 0 makes a Get of an unfinished job wait up to that long for
-    it to finish (see EmulatorService.get). `runner` defaults to the local backend.
+    it to finish (see EmulatorService.get). `runner` defaults to the local backend; `procs_per_replica` is
+    local-run's `--procs-per-replica` (None: the machine's GPUs per replica, 1 without, as local-run).
     """
 
     def __init__(
@@ -73,7 +74,7 @@ class Emulator:
         data_dir: Path | None = None,
         runner: JobRunner | None = None,
         hold_get_s: float = 0.0,
-        procs_per_replica: int | None = 1,
+        procs_per_replica: int | None = None,
         verbose: bool = False,
     ) -> None:
         self._temp = None if data_dir else Path(tempfile.mkdtemp(prefix="vertexdist-emulator-"))

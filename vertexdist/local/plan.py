@@ -79,6 +79,9 @@ class ReplicaLaunch:
         return self.pool in (0, 1)
 
 
+TMP_DIR = "tmp"  # <run folder>/tmp/<replica>: each host replica's TMPDIR, removed when the job ends
+
+
 @dataclass(frozen=True)
 class LaunchPlan:
     job_id: str
@@ -151,6 +154,11 @@ def build_plan(
             if missing:
                 raise JobSpecError(f"{slot.pool.name}: package {missing[0]} was not fetched")
             env["PYTHONPATH"] = ":".join(package_dirs[uri] for uri in slot.pool.package_uris)
+        if addressing == "loopback":
+            # A temp folder of its own, inside the job's folder and removed with the job (`runner`): what
+            # torchrun (torchelastic_*), Ray's links and the user's tempfile calls leave is never spread
+            # over the machine's temp folder. Containers keep their own /tmp.
+            env.setdefault("TMPDIR", str(run_dir / TMP_DIR / slot.name))
         kind, argv = _argv(slot.pool, python, address, slot.name)
         launches.append(
             ReplicaLaunch(

@@ -143,7 +143,7 @@ def short_temp_dir(folder: Path) -> tuple[str, Path | None]:
     folder.mkdir(parents=True, exist_ok=True)
     if len(str(folder)) <= MAX_TEMP_DIR_CHARS:
         return str(folder), None
-    links = Path(tempfile.gettempdir()) / LINKS_DIR
+    links = _short_temp_base() / LINKS_DIR
     links.mkdir(mode=0o1777, exist_ok=True)
     for old in links.iterdir():  # links left by launchers that were killed, to folders now gone
         if old.is_symlink() and not old.exists():
@@ -154,6 +154,13 @@ def short_temp_dir(folder: Path) -> tuple[str, Path | None]:
         link.unlink()
     link.symlink_to(folder, target_is_directory=True)
     return str(link), link
+
+
+def _short_temp_base() -> Path:
+    """/tmp where it can be written: a replica's TMPDIR (local runs give each its own, in the job's folder)
+    is as long as the folder the link is there to shorten."""
+    base = Path("/tmp")
+    return base if base.is_dir() and os.access(base, os.W_OK | os.X_OK) else Path(tempfile.gettempdir())
 
 
 def remove_link(link: Path | None) -> None:
