@@ -254,7 +254,7 @@ def test_an_alias_bomb_prints_one_short_problem(write_template: WriteTemplate) -
 def test_a_file_with_thousands_of_problems_shows_a_screenful_and_a_count(
     write_template: WriteTemplate,
 ) -> None:
-    text = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://b/s\ntrainer:\n  args: ["
+    text = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\ntrainer:\n  args: ["
     text += ", ".join(["[1, [2, [3]]]"] * 5000) + "]\n"
     path = write_template(text=text)
     result = vertexdist("validate", path)

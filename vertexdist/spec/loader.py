@@ -16,9 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vertexdist.errors import Problem, TemplateError, UsageError
-from vertexdist.spec import limits
+from vertexdist.spec import limits, partial
+from vertexdist.spec.findings import Finding
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
-from vertexdist.spec.rules import check_template
+from vertexdist.spec.rules import RULES, check_template
 from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 from vertexdist.spec.yaml_source import Loc, SourceMap, YamlSourceError, load_yaml_mapping
 
@@ -101,6 +102,32 @@ def _unknown_key_hint(loc: Loc) -> str:
     return "known fields here: " + ", ".join(fields)
 
 
+# Words of other tools for a choice of ours (SDK spellings, Python type names, abbreviations).
+_WORD_ALIASES = {
+    "float": "double",
+    "real": "double",
+    "number": "double",
+    "int": "integer",
+    "choice": "categorical",
+    "str": "categorical",
+    "string": "categorical",
+    "maximise": "maximize",
+    "minimise": "minimize",
+}
+
+
+def _closest_word(value: str, accepted: list[str]) -> str | None:
+    """The accepted word meant by `value`: an alias, the only word it begins, or the closest spelling."""
+    word = value.strip().lower()
+    if _WORD_ALIASES.get(word) in accepted:
+        return _WORD_ALIASES[word]
+    starting = [a for a in accepted if len(word) >= 2 and a.lower().startswith(word)]
+    if len(starting) == 1:
+        return starting[0]
+    close = difflib.get_close_matches(word, accepted, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def _translate(error: Any) -> tuple[str, str | None]:
     """A pydantic error as (message, hint) in the words of a template author."""
     kind = error["type"]
@@ -112,6 +139,9 @@ def _translate(error: Any) -> tuple[str, str | None]:
         return f"unknown field {str(loc[-1])!r}", _unknown_key_hint(loc)
     if kind == "missing":
         return f"required field {str(loc[-1])!r} is missing", field_hint
+    if kind == "path_not_found":
+        context = error.get("ctx") or {}
+        return str(context.get("message", error["msg"])), context.get("hint") or field_hint
     if kind == "value_error":
         message = str(error["msg"]).removeprefix("Value error, ")
         return message, field_hint
@@ -133,10 +163,10 @@ def _translate(error: Any) -> tuple[str, str | None]:
             str(c) for c in (error.get("ctx") or {}).get("expected", "").replace("'", "").split(" or ")
         ]
         accepted = [c.strip() for part in accepted for c in part.split(",") if c.strip()]
-        close = difflib.get_close_matches(str(value), accepted, n=1, cutoff=0.6)
+        close = _closest_word(str(value), accepted)
         return (
             f"{shown} is not one of {', '.join(accepted)}",
-            f"did you mean `{close[0]}`?" if close else field_hint,
+            f"did you mean `{close}`?" if close else field_hint,
         )
     if kind in ("list_type",):
         return (
@@ -224,28 +254,48 @@ def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
     try:
         template = JobTemplate.model_validate(data, context=context)
     except ValidationError as exc:
-        problems = _problems_from_validation(exc, file, source)
-        # Typos in key names are the commonest mistake; the rest of the template still deserves its checks.
-        if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in exc.errors()):
-            unknown = {e["loc"][0] for e in exc.errors()}
-            try:
-                known_only = JobTemplate.model_validate(
-                    {k: v for k, v in data.items() if k not in unknown}, context=context
-                )
-            except ValidationError:
-                pass
-            else:
-                problems += _rule_problems(known_only, file, source)
-        return None, sorted(problems, key=lambda p: (p.line, p.col))
+        return None, _problems_of_a_broken_template(exc, data, context, file, source)
     template._source_path = Path(path).resolve()
-    problems = _rule_problems(template, file, source)
+    problems = _rule_problems(check_template(template), file, source)
     has_errors = any(p.severity == "error" for p in problems)
     return (None if has_errors else template), problems
 
 
-def _rule_problems(template: JobTemplate, file: str, source: SourceMap) -> list[Problem]:
+# Setting failed parts aside can reach checks that did not run (a model's own check after its fields'):
+# a few rounds find those; each sets more aside, so it ends.
+_ROUNDS = 4
+
+
+def _problems_of_a_broken_template(
+    exc: ValidationError, data: dict[str, Any], context: dict[str, Any], file: str, source: SourceMap
+) -> list[Problem]:
+    """The field errors, those found once they are set aside, and the rules that do not need them."""
+    problems = _problems_from_validation(exc, file, source)
+    errors = exc.errors(include_url=False)
+    unreadable: set[Loc] = set()
+    for _round in range(_ROUNDS):
+        aside = partial.set_aside(JobTemplate, data, errors)
+        if aside is None:
+            break
+        data, newly = aside
+        unreadable |= newly
+        try:
+            rest = JobTemplate.model_validate(data, context=context)
+        except ValidationError as again:
+            seen = {(p.path, p.message) for p in problems}
+            problems += [
+                p for p in _problems_from_validation(again, file, source) if (p.path, p.message) not in seen
+            ]
+            errors = again.errors(include_url=False)
+            continue
+        problems += _rule_problems(partial.run_rules(RULES, rest, unreadable), file, source)
+        break
+    return sorted(problems, key=lambda p: (p.line, p.col))
+
+
+def _rule_problems(findings: list[Finding], file: str, source: SourceMap) -> list[Problem]:
     problems = []
-    for finding in check_template(template):
+    for finding in findings:
         pos = source.find(_loc_of(finding.path), prefer_key=finding.on_key)
         problems.append(
             Problem(file, pos.line, pos.col, finding.path, finding.message, finding.hint, finding.severity)
