@@ -10,6 +10,8 @@ import errno
 import os
 import re
 import reprlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -322,19 +324,63 @@ def load_template(path: str | Path) -> JobTemplate:
     return template
 
 
-def template_files(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> list[Path]:
-    """Template files under `paths` (folders searched for *.yaml, *.yml); a missing path is a usage error."""
+# In a folder walk, a YAML file is taken for a template when at least this share of its top-level keys are
+# template fields (a template with a typo or two still is; cloudbuild.yaml, mkdocs.yml, CI files are not).
+_TEMPLATE_KEY_SHARE = 0.5
+# A folder of this name holds templates only: every YAML file in it is checked, whatever it holds.
+TEMPLATE_FOLDER = "job_templates"
+
+
+@dataclass(frozen=True)
+class FoundTemplates:
+    """The template files under some paths, and the YAML files a folder walk passed over as no templates."""
+
+    files: list[Path]
+    skipped: list[Path]
+
+
+def looks_like_a_template(path: Path) -> bool:
+    """Whether a YAML file met in a folder walk is a job template: its top level names template fields
+    (half of its keys at least), it sits in a `job_templates` folder, or it cannot be read as YAML (so a
+    broken template is reported, never passed over)."""
+    if TEMPLATE_FOLDER in path.parts[:-1]:
+        return True
+    try:
+        data, _source = load_yaml_mapping(
+            _read_template(path), max_values=limits.YAML_VALUES, max_depth=limits.YAML_DEPTH
+        )
+    except YamlSourceError as exc:
+        return "top level must be a mapping" not in exc.message
+    except (OSError, UnicodeDecodeError, _TooLarge):
+        return True
+    fields = JobTemplate.model_fields
+    return sum(key in fields for key in data) >= _TEMPLATE_KEY_SHARE * len(data)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """YAML files under `folder`, hidden folders (.git, .venv, .vertexdist) not searched; a link named like
+    a template that leads nowhere is kept (reading it reports why)."""
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in names:
+            path = Path(root) / name
+            if path.suffix in TEMPLATE_SUFFIXES and (path.is_file() or broken_link(path) is not None):
+                yield path
+
+
+def find_templates(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> FoundTemplates:
+    """Template files under `paths`: each file named, and the YAML files of each folder that look like
+    templates (`looks_like_a_template`); a missing path is a usage error."""
     files: list[Path] = []
+    skipped: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            # A link named like a template that leads nowhere is kept: reading it reports why.
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix in TEMPLATE_SUFFIXES and (p.is_file() or broken_link(p) is not None)
-            )
-            files.extend(found)
+            for found in sorted(_walk(path)):
+                if broken_link(found) is not None or looks_like_a_template(found):
+                    files.append(found)
+                else:
+                    skipped.append(found)
         elif path.is_file():
             files.append(path)
         else:
@@ -343,7 +389,12 @@ def template_files(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> li
                 f"{raw}: {broken or 'no such file or folder'}",
                 hint="pass template files or folders that hold them",
             )
-    return files
+    return FoundTemplates(files, skipped)
+
+
+def template_files(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> list[Path]:
+    """Template files under `paths` (see `find_templates`)."""
+    return find_templates(paths).files
 
 
 def check_paths(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> list[Problem]:
