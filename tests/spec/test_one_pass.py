@@ -162,7 +162,7 @@ def test_the_bundled_trainer_on_cpu_is_warned_of_gloo_not_nccl(write_template: W
 
 
 def _shipped() -> list[Path]:
-    return sorted((REPO_ROOT / "job_templates").glob("*.yaml")) + sorted(REPO_ROOT.glob("examples/*/job.yaml"))
+    return sorted(REPO_ROOT.glob("job_templates/*.yaml")) + sorted(REPO_ROOT.glob("examples/*/job.yaml"))
 
 
 def _key_paths(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -197,6 +197,7 @@ def test_breaking_one_field_adds_its_error_and_no_finding_of_its_own(template: P
         own = [p for p in problems if dotted.startswith(p.path) or p.path.startswith(dotted)]
         assert own, dotted
         assert {(p.path, p.message) for p in problems if p not in own} <= before, dotted
+
 
 def _written(folder: Path, data: dict[str, Any]) -> Path:
     path = folder / "job.yaml"
