@@ -348,3 +348,27 @@ def test_more_processes_than_gpus_warns(tmp_path: Path) -> None:
     assert "nproc_per_node: 4" in (hint or "")
     cpu = {"machine_type": "n1-standard-4", "accelerator_type": None, "accelerator_count": None}
     assert only("warning", trainer=trainer, **cpu) == []
+
+
+def test_a_model_that_fits_ddp_is_quiet() -> None:
+    assert findings(model_params="1B") == []  # 16 GB of model states on an A100 40GB
+
+
+def test_the_bundled_trainer_is_told_to_shard_when_only_fsdp_fits() -> None:
+    # 7.5B x 16 B = 120 GB per GPU under DDP; FSDP over the 8 GPUs: 15 GB of the 32 usable.
+    [(path, message, hint)] = only("warning", model_params="7.5B")
+    assert path == "trainer.args" and "need 120 GB per GPU" in message and "needs 15 GB" in message
+    assert hint == "add --strategy=fsdp to trainer.args"
+    assert only("warning", model_params="7.5B", trainer={"args": ["--strategy=fsdp"]}) == []
+
+
+def test_no_strategy_fitting_warns_on_model_params() -> None:
+    [(path, message, hint)] = only("warning", model_params="30B")
+    assert path == "model_params" and message.startswith("no strategy fits: DDP needs 480 GB per GPU")
+    assert "ZeRO-3/FSDP over these 8 data-parallel GPUs still needs 60 GB" in message
+    assert "fits from 15 GPUs" in message and "--tensor-parallel" in (hint or "")
+
+
+def test_no_gpu_memory_no_verdict() -> None:
+    assert findings(model_params="30B", machine_type="n1-standard-4", accelerator_type=None,
+                    accelerator_count=0) == []  # fmt: skip
