@@ -260,8 +260,8 @@ def trainer_strategy(t: JobTemplate) -> str | None:
 
 
 def usable_strategies(t: JobTemplate) -> tuple[str, ...]:
-    """What the template's code can run: the bundled trainer DDP and FSDP (ZeRO-3), other code any."""
-    return ("ddp", "zero3") if t.trainer.is_bundled else STRATEGIES
+    """What the template's code can run: the bundled trainer DDP, other code any."""
+    return ("ddp",) if t.trainer.is_bundled else STRATEGIES
 
 
 def _layout_notes(plan: MemoryPlan) -> list[Advice]:
@@ -280,6 +280,15 @@ def _layout_notes(plan: MemoryPlan) -> list[Advice]:
                 "warning",
                 f"tensor parallel size {shape.tensor} does not divide a machine's {shape.gpus_per_node} GPUs:"
                 " some tensor-parallel groups would cross machines",
+            )
+        )
+    if shape.model_parallel > 1:
+        notes.append(
+            Advice(
+                "info",
+                f"the all-reduce figures are data parallelism's over all {shape.gpus} GPUs; with tensor x"
+                f" pipeline = {shape.model_parallel}, each of the {shape.model_parallel} data-parallel groups"
+                f" reduces 1/{shape.model_parallel} of the gradients over {shape.data_parallel} GPUs",
             )
         )
     if shape.pipeline > 1:

@@ -199,7 +199,7 @@ def model_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
             " estimate TEMPLATE --tensor-parallel N --pipeline-parallel M` shows what they need",
             "warning",
         )
-    elif memory.trainer_strategy(t) == "ddp" and not fits["ddp"]:
+    elif memory.trainer_strategy(t) == "ddp" and not fits["ddp"] and "zero3" in usable:
         gb = plan.per_gpu_gb
         yield Finding(
             "trainer.args",
