@@ -87,3 +87,13 @@ def test_bad_template_is_reported_with_its_line(tmp_path: Path) -> None:
     result = vertexdist("estimate", path, "--params", "1B")
     assert result.returncode == 1
     assert f"{path}:4:" in result.stderr and "machine_type" in result.stderr
+
+
+def test_tuning_template_prints_trials_and_wall_time() -> None:
+    # Issue 27 item 3: the table said one machine for 0.5 h ($0.12).
+    result = vertexdist("estimate", "job_templates/cpu-tune.yaml")
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "8 trials, 2 at a time" in out
+    assert "total for 8 trials x 0.5 h" in out and "$0.98" in out
+    assert "wall time up to 2 h (4 rounds of 0.5 h)" in out

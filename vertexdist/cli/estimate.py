@@ -80,16 +80,41 @@ def _cost_table(e: Estimate) -> object:
         )
     table.add_section()
     table.add_row("total per hour", "", "", _money(costs.on_demand_per_hour), _money(costs.spot_per_hour))
-    span = f"total for {costs.hours:g} h"
     on_demand, spot = costs.on_demand_per_hour, costs.spot_per_hour
+    if costs.is_tuning:
+        table.add_row(
+            f"one trial, {costs.hours:g} h",
+            f"({costs.hours_from})",
+            "",
+            _money(on_demand and on_demand * costs.hours),
+            _money(spot and spot * costs.hours),
+        )
+    span = (
+        f"total for {costs.trials} trials x {costs.hours:g} h"
+        if costs.is_tuning
+        else f"total for {costs.hours:g} h"
+    )
     table.add_row(
         span,
-        f"({costs.hours_from})",
+        "" if costs.is_tuning else f"({costs.hours_from})",
         "",
-        _money(on_demand and on_demand * costs.hours),
-        _money(spot and spot * costs.hours),
+        _money(costs.total_for(on_demand)),
+        _money(costs.total_for(spot)),
     )
     return table
+
+
+def _tuning_line(e: Estimate) -> str | None:
+    """`8 trials, 2 at a time: wall time up to 2 h (4 rounds of 0.5 h), 4 machine-hours`."""
+    costs = e.costs
+    if not costs.is_tuning:
+        return None
+    rounds = f"{costs.rounds} round{'s' * (costs.rounds != 1)} of {costs.hours:g} h"
+    return (
+        f"tuning: {costs.trials} trials, {costs.parallel_trials} at a time: wall time up to"
+        f" {costs.wall_hours:g} h ({rounds}), {costs.machine_hours:g} machine-hours;"
+        " early stopping and shorter trials end sooner"
+    )
 
 
 def _comm_table(e: Estimate) -> object:
@@ -136,6 +161,9 @@ def _print_table(e: Estimate, console: Console) -> None:
         f"[bold]{t.display_name}[/bold]: {t.replica_count} x {t.machine_type}{gpus}, {e.costs.strategy}"
     )
     console.print(_cost_table(e))
+    tuning = _tuning_line(e)
+    if tuning:
+        console.print(tuning, highlight=False)
     if e.comm is not None:
         console.print(_comm_table(e))
     else:

@@ -77,6 +77,21 @@ def _times(e: Estimate) -> dict[str, Any]:
     return times
 
 
+def _tuning(costs: CostEstimate) -> dict[str, Any] | None:
+    """A tuning job's trials: how many, how many at once, their hours and the wall time they take."""
+    if not costs.is_tuning:
+        return None
+    per_hour = costs.per_hour
+    return {
+        "trials": costs.trials,
+        "parallel_trials": costs.parallel_trials,
+        "trial_hours": costs.hours,
+        "wall_hours": costs.wall_hours,
+        "machine_hours": costs.machine_hours,
+        "cost_per_trial_usd": _round(per_hour * costs.hours if per_hour is not None else None, 2),
+    }
+
+
 def to_json(e: Estimate) -> dict[str, Any]:
     """The estimate as plain data; the keys named in the issue stay at the top level."""
     costs = e.costs
@@ -91,7 +106,8 @@ def to_json(e: Estimate) -> dict[str, Any]:
         "cost_per_hour_spot_usd": _round(costs.spot_per_hour, 4),
         "hours": costs.hours,
         "hours_from": costs.hours_from,
-        "cost_total_usd": _round(per_hour * costs.hours if per_hour is not None else None, 2),
+        "cost_total_usd": _round(costs.total, 2),
+        "tuning": _tuning(costs),
         "pools": [
             {
                 "pool": p.pool,
