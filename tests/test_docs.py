@@ -23,7 +23,14 @@ from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 REPO = Path(__file__).resolve().parents[1]
 CODE_ROOTS = ("vertexdist", "trainer_pkg", "tests", "bench", "examples")
 # Files outside the code roots whose `#` comments may cite documents.
-COMMENTED_FILES = ("Dockerfile", "Makefile", "cloudbuild.yaml", ".dockerignore", "pyproject.toml", "mkdocs.yml")
+COMMENTED_FILES = (
+    "Dockerfile",
+    "Makefile",
+    "cloudbuild.yaml",
+    ".dockerignore",
+    "pyproject.toml",
+    "mkdocs.yml",
+)
 URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
 DOCUMENT = re.compile(r"(?<![\w.-])(?:[\w.-]+/)*[\w.-]+\.md\b")
 # Spelled in two pieces so that this file does not name what it forbids.
@@ -46,10 +53,9 @@ def _python_prose(path: Path) -> Iterator[tuple[int, str]]:
             yield token.start[0], token.string
     for node in ast.walk(ast.parse(source, str(path))):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                if isinstance(body[0].value.value, str):
-                    yield body[0].lineno, body[0].value.value
+            docstring = ast.get_docstring(node, clean=False)
+            if docstring is not None:
+                yield node.body[0].lineno, docstring
 
 
 def _hash_comments(path: Path) -> Iterator[tuple[int, str]]:
@@ -63,7 +69,10 @@ def _prose_of_the_repository() -> Iterator[tuple[str, int, str]]:
         for path in sorted((REPO / root).rglob("*.py")):
             for number, text in _python_prose(path):
                 yield path.relative_to(REPO).as_posix(), number, text
-    yaml_files = [*sorted((REPO / "job_templates").glob("*.yaml")), *sorted((REPO / "examples").rglob("*.yaml"))]
+    yaml_files = [
+        *sorted((REPO / "job_templates").glob("*.yaml")),
+        *sorted((REPO / "examples").rglob("*.yaml")),
+    ]
     for path in [*(REPO / name for name in COMMENTED_FILES), *yaml_files]:
         if path.is_file():
             for number, text in _hash_comments(path):
@@ -80,7 +89,8 @@ def test_the_scanner_finds_document_names_and_skips_urls() -> None:
 
 def test_every_document_a_docstring_or_comment_names_is_in_the_repository() -> None:
     missing = [
-        f"{rel}:{number}: names {name}, which is not in the repository (cite docs/..., e.g. docs/reference/vertex.md)"
+        f"{rel}:{number}: names {name}, which is not in the repository"
+        " (cite a page of docs/, e.g. docs/reference/vertex.md §2.2)"
         for rel, number, text in _prose_of_the_repository()
         for name in sorted(named_documents(text))
         if not (REPO / name).is_file()
@@ -92,7 +102,16 @@ def _tracked_files() -> list[Path]:
     listed = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=False)
     if listed.returncode == 0 and listed.stdout.strip():
         return [REPO / line for line in listed.stdout.splitlines()]
-    skip = {".git", ".venv", "site", ".vertexdist", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+    skip = {
+        ".git",
+        ".venv",
+        "site",
+        ".vertexdist",
+        "__pycache__",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+    }
     return [p for p in REPO.rglob("*") if p.is_file() and not skip & set(p.relative_to(REPO).parts)]
 
 
@@ -108,13 +127,17 @@ def test_no_file_points_outside_the_repository_at_the_reference_notes() -> None:
         for number, line in enumerate(text.splitlines(), 1):
             if any(needle in line for needle in OUTSIDE):
                 pointing.append(f"{path.relative_to(REPO)}:{number}: {line.strip()[:100]}")
-    assert not pointing, "facts go into docs/reference/ in our words, with their sources:\n" + "\n".join(pointing)
+    assert not pointing, "facts go into docs/reference/ in our words, with their sources:\n" + "\n".join(
+        pointing
+    )
 
 
 def test_the_readme_is_a_landing_page() -> None:
     readme = (REPO / "README.md").read_text()
     lines = readme.count("\n")
-    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: the guide goes into docs/, the README links to it"
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines: the guide goes into docs/, the README links to it"
+    )
     assert "make demo" in readme and "make test" in readme
 
 
@@ -138,11 +161,15 @@ def test_the_template_page_has_a_row_for_every_field(model: type, page: str) -> 
     text = (REPO / "docs" / page).read_text()
     rows = set(re.findall(r"^\| `([\w-]+)` \|", text, flags=re.M))
     missing = sorted(_field_names(model) - rows)
-    assert not missing, f"docs/{page} has no row for {missing}: add one to its table of {model.__name__}'s fields"
+    assert not missing, (
+        f"docs/{page} has no row for {missing}: add one to its table of {model.__name__}'s fields"
+    )
 
 
 @pytest.mark.parametrize("model", [TuningSpec, ParameterSpec])
 def test_the_tuning_fields_are_named_in_the_docs(model: type) -> None:
     text = (REPO / "docs" / "templates.md").read_text() + (REPO / "docs" / "tuning.md").read_text()
-    missing = sorted(name for name in _field_names(model) if f"`{name}`" not in text and f"{name}:" not in text)
+    missing = sorted(
+        name for name in _field_names(model) if f"`{name}`" not in text and f"{name}:" not in text
+    )
     assert not missing, f"docs/templates.md and docs/tuning.md do not name {missing}"
