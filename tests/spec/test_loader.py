@@ -346,3 +346,33 @@ def test_a_looping_template_path_says_it_is_a_loop(tmp_path: Path) -> None:
         load_template(tmp_path / "loop.yaml")
     with pytest.raises(UsageError, match="symlink loop"):
         template_files([tmp_path / "loop.yaml"])
+
+
+@pytest.mark.parametrize(
+    ("written", "count"), [("7.5B", 7.5e9), ("350M", 350e6), ("1.3e9", 1.3e9), (2e9, 2e9)]
+)
+def test_model_params_take_a_count_with_a_unit(
+    write_template: WriteTemplate, written: object, count: float
+) -> None:
+    assert load_template(write_template({"model_params": written})).model_params == count
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [("7.5X", "'7.5X' has an unknown unit 'X'"), ("lots", "'lots' is not a parameter count"),
+     ("14GB", "'14GB' is a size in bytes, not a parameter count"), (True, "True is not a parameter count")],
+)  # fmt: skip
+def test_bad_model_params_are_placed_on_their_line(
+    write_template: WriteTemplate, written: object, message: str
+) -> None:
+    [problem] = _errors(write_template({"model_params": written}))
+    assert problem.path == "model_params" and problem.message == message
+    assert "e.g. 7.5B, 350M or 1.3e9" in (problem.hint or "")
+
+
+def test_a_model_too_big_for_every_strategy_warns_on_its_line(write_template: WriteTemplate) -> None:
+    template, problems = inspect_file(write_template({"model_params": "30B"}))
+    assert template is not None
+    [problem] = problems
+    assert (problem.severity, problem.path) == ("warning", "model_params")
+    assert problem.message.startswith("no strategy fits: DDP needs 480 GB per GPU, an A100 40GB has 40")

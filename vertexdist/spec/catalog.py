@@ -5,7 +5,14 @@ from __future__ import annotations
 import difflib
 import re
 
-from vertexdist.spec.catalog_data import ACCELERATORS, MACHINES, REGIONS, RETIRED_ACCELERATORS, MachineRow
+from vertexdist.spec.catalog_data import (
+    ACCELERATORS,
+    GPU_MEMORY_GB,
+    MACHINES,
+    REGIONS,
+    RETIRED_ACCELERATORS,
+    MachineRow,
+)
 
 
 def machine(name: str) -> MachineRow | None:
@@ -36,6 +43,16 @@ def machines_for_accelerator(accelerator_type: str) -> list[MachineRow]:
 
 def known_accelerator(name: str) -> bool:
     return name in ACCELERATORS
+
+
+def gpu_memory_gb(accelerator_type: str | None) -> float | None:
+    """One GPU's memory in GB (10^9 bytes), or None for CPU machines and GPUs whose memory is not known."""
+    return GPU_MEMORY_GB.get(accelerator_type or "")
+
+
+def accelerator_name(accelerator_type: str) -> str:
+    """`NVIDIA_TESLA_A100` -> `A100 40GB`: the GPU as people call it."""
+    return ACCELERATORS.get(accelerator_type, accelerator_type).removeprefix("NVIDIA ")
 
 
 def retired_accelerator_reason(name: str) -> str | None:

@@ -62,6 +62,31 @@ def _duration(value: Any) -> Any:
     return int(seconds)
 
 
+def _param_count(value: Any) -> Any:
+    """7.5B, 350M, 1.3e9 or 350000000 -> a number of parameters; anything else a clear error."""
+    from vertexdist.estimate.units import UnitError, parse_params
+
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        if value is None:
+            return None
+        raise ValueError(f"{value!r} is not a parameter count")
+    try:
+        return parse_params(str(value))
+    except UnitError as exc:
+        raise ValueError(str(exc)) from None
+
+
+ParamCount = Annotated[
+    float,
+    BeforeValidator(_param_count),
+    WithJsonSchema(
+        {
+            "type": ["string", "number"],
+            "examples": ["7.5B", "350M", "1.3e9"],
+            "description": "A parameter count: a number with K, M, B (or G) or T, or written out.",
+        }
+    ),
+]
 ArgString = Annotated[
     str,
     BeforeValidator(_stringify_scalar),
@@ -394,6 +419,14 @@ class JobTemplate(_Strict):
     tensorboard: str | None = Field(
         default=None,
         description="Tensorboard resource: projects/P/locations/L/tensorboards/ID (needs service_account).",
+    )
+    model_params: ParamCount | None = Field(
+        default=None,
+        description=(
+            "Parameters of the model the job trains, e.g. 7.5B, 350M or 1.3e9 (K, M, B, T). Optional:"
+            " `vertexdist estimate` plans its memory per GPU (DDP, ZeRO-1/2/3, FSDP) from it, and"
+            " `validate` warns when no strategy the job can use fits its GPUs."
+        ),
     )
     build: BuildSpec | None = Field(
         default=None, description="Build the trainer into a container image instead of a Python package."

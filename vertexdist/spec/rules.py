@@ -179,6 +179,39 @@ def nproc_per_node_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
         )
 
 
+def model_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
+    """With `model_params`: warn when no strategy the code can use fits its model states in the GPUs.
+
+    The memory model is `vertexdist estimate`'s (estimate/memory.py: ZeRO paper, mixed-precision Adam, 20%
+    kept for activations) over the job's data-parallel GPUs; model parallelism is not known here.
+    """
+    if t.model_params is None or catalog.gpu_memory_gb(t.accelerator_type) is None:
+        return
+    from vertexdist.estimate import memory
+
+    plan = memory.plan_memory(t.model_params, memory.template_layout(t), t.accelerator_type)
+    usable, fits = memory.usable_strategies(t), plan.fits
+    if not any(fits[s] for s in usable):
+        advice = memory.memory_advice(plan, usable)[0].message
+        yield Finding(
+            "model_params",
+            advice,
+            "more machines (replica_count), GPUs with more memory, or model parallelism: `vertexdist"
+            " estimate TEMPLATE --tensor-parallel N --pipeline-parallel M` shows what they need",
+            "warning",
+        )
+    elif memory.trainer_strategy(t) == "ddp" and not fits["ddp"] and "zero3" in usable:
+        gb = plan.per_gpu_gb
+        yield Finding(
+            "trainer.args",
+            f"the bundled trainer runs DDP here, whose model states need {memory.format_gb(gb['ddp'])} GB"
+            f" per GPU of the {plan.usable_gb:.3g} GB usable; FSDP over the {plan.layout.gpus} GPUs needs"
+            f" {memory.format_gb(gb['zero3'])} GB",
+            "add --strategy=fsdp to trainer.args",
+            "warning",
+        )
+
+
 _BUCKET_URI = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s]*)?$")
 
 
@@ -400,6 +433,7 @@ RULES: tuple[Rule, ...] = (
     launcher_options_need_a_launcher,
     python_launcher_leaves_gpus_idle,
     nproc_per_node_fits_gpus,
+    model_fits_gpus,
     gcs_uris,
     label_rules,
     location_known,
