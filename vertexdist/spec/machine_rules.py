@@ -1,8 +1,9 @@
 """The machine and accelerator rules, over one machine choice: a template's training nodes, or one worker
 pool of a request the emulator receives (so `validate` and the emulator refuse the very same things).
 
-Sources: reference/vertex.md §3 (the GPU compatibility table), the catalog in `catalog_data`. Where Vertex's
-own wording of a refusal is known, a finding carries it as `api_message` for the emulator to answer with.
+Sources: docs/reference/vertex.md §3 (the GPU compatibility table), the catalog in `catalog_data`. Where
+Vertex's own wording of a refusal is known, a finding carries it as `api_message` for the emulator to answer
+with.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The job template models (pydantic v2): one flat `JobTemplate` mirroring `CustomTrainingJob.run()`.
 
-Field names follow design.md; see reference/vertex.md §2 and §4 for what each maps to in Vertex.
+Field names follow the SDK's `CustomTrainingJob.run()` (docs/templates.md lists them); see
+docs/reference/vertex.md §2 and §4 for what each maps to in Vertex.
 Per-field checks live here; checks across fields and against the machine catalog live in `rules`.
 """
 

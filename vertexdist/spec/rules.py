@@ -1,7 +1,8 @@
 """Checks across fields and against the machine catalog. Each rule is a small function returning findings.
 
 Errors are what Vertex would reject (or silently get wrong, like a GPU type with count 0); warnings are what
-Vertex accepts but is probably a mistake. Sources: reference/vertex.md §2-§3, perf-reliability.md (b).
+Vertex accepts but is probably a mistake. Sources: docs/reference/vertex.md §2-§3,
+docs/reference/perf-reliability.md §(b).
 """
 
 from __future__ import annotations
