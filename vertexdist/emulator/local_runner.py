@@ -14,7 +14,7 @@ from pathlib import Path
 
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
 from vertexdist.local import JobContext, JobState, LocalJob, start_job
-from vertexdist.local.logs import replica_tail
+from vertexdist.log_files import replica_tail
 
 _STATES: dict[JobState, RunState] = {
     JobState.PENDING: "PENDING",

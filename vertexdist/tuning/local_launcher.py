@@ -17,9 +17,9 @@ from typing import Any
 from vertexdist.local.environment import JobContext, hp_metric_file
 from vertexdist.local.gpus import host_gpus
 from vertexdist.local.launch import schedule
-from vertexdist.local.logs import replica_tail
 from vertexdist.local.request import build_request
 from vertexdist.local.runner import JobState, LocalJob
+from vertexdist.log_files import replica_tail
 from vertexdist.tuning.driver import TrialEnd
 from vertexdist.tuning.study import TrialRecord
 from vertexdist.tuning.trials import trial_job_spec
