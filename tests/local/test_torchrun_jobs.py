@@ -155,7 +155,9 @@ print("temp", os.environ["RANK"], tempfile.gettempdir(), flush=True)
 """
 
 
-def test_replicas_keep_their_temp_files_in_the_job_folder_and_leave_none(workdir: Path, tmp_path: Path) -> None:
+def test_replicas_keep_their_temp_files_in_the_job_folder_and_leave_none(
+    workdir: Path, tmp_path: Path
+) -> None:
     # torchrun makes torchelastic_* folders in the temp folder and never removes them: 2 per job (issue 27).
     machine_temp = tmp_path / "machine-tmp"
     machine_temp.mkdir()
@@ -181,3 +183,14 @@ def test_replicas_keep_their_temp_files_in_the_job_folder_and_leave_none(workdir
     assert not (out / "tmp").exists()  # removed with the job's processes
     # Only vertexdist's own port claims (<temp>/vertexdist-<uid>) are left there: no torchelastic_* folder.
     assert [p.name for p in machine_temp.iterdir()] == [f"vertexdist-{os.getuid()}"]
+
+    # The launcher's account of what it starts is INFO, not ERROR: `logs --severity ERROR` of a job that
+    # succeeded has none of it (issue 27).
+    def logs(*extra: str) -> str:
+        args = [sys.executable, "-m", "vertexdist", "logs", str(out), *extra]
+        done = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "vertexdist_launcher: workerpool0-0 is node 0 of 2" in logs()
+    assert "vertexdist_launcher" not in logs("--severity", "ERROR")
