@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertexdist.backends.base import NO_OPTIONS, JobStatus, LogQuery, LogsPage, SubmitOptions
+from vertexdist.backends.base import (
+    LOCAL_PROJECT,
+    NO_OPTIONS,
+    JobStatus,
+    LogQuery,
+    LogsPage,
+    SubmitOptions,
+    with_project,
+)
 from vertexdist.backends.local_logs import LocalLogs
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
@@ -65,6 +73,7 @@ def prepare_tuning_request(
         raise UsageError(
             "--docker does not run tuning templates yet", hint="drop --docker: the trials run on the host"
         )
+    t = with_project(t)
     resumed: ResumedRun | None = None
     if resume_from is not None:
         resumed = find_run(resume_from, options.runs_dir)
@@ -81,7 +90,7 @@ def prepare_tuning_request(
     job = parse_tuning_job(normalize_tuning_job(request["hyperparameterTuningJob"]))
     ctx = JobContext(
         job_id=job_id,
-        project=t.project,
+        project=t.project or LOCAL_PROJECT,
         region=t.location,
         gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
         procs_per_replica=options.procs_per_replica,

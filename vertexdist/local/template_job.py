@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vertexdist.backends.base import LOCAL_PROJECT, with_project
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
 from vertexdist.local.request import LocalRequest, build_docker_request, build_request
@@ -105,6 +106,7 @@ def prepare_request(
     `resume_from` names an earlier run (id or folder) whose output folder this run continues."""
     from vertexdist.render import render_job_spec
 
+    t = with_project(t)
     check_procs_per_replica(t, options.procs_per_replica)
     if options.docker:
         require_docker(t, need_daemon=scratch is None)
@@ -115,7 +117,7 @@ def prepare_request(
     run_dir = (options.out or options.runs_dir / job_id).resolve()
     ctx = JobContext(
         job_id=job_id,
-        project=t.project,
+        project=t.project or LOCAL_PROJECT,
         region=t.location,
         gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
         procs_per_replica=options.procs_per_replica,
