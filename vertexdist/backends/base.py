@@ -32,6 +32,8 @@ from vertexdist.spec.models import JobTemplate
 
 if TYPE_CHECKING:
     from vertexdist.backends.outputs import OutputSource
+    from vertexdist.wire.study import StudySpec
+    from vertexdist.wire.trials import Trial
 
 
 class JobState(str, Enum):
@@ -153,6 +155,22 @@ class JobStatus:
             "consoleUrl": self.console_url,
             "spec": self.spec,
         }
+
+
+@dataclass(frozen=True)
+class TuningStatus:
+    """A tuning job's status with its study and its trials (what `vertexdist trials` shows), from Vertex, the
+    emulator or a local run alike."""
+
+    status: JobStatus
+    study: StudySpec | None
+    trials: list[Trial] = field(default_factory=list)
+
+    @property
+    def best(self) -> Trial | None:
+        from vertexdist.wire.trials import best_trial
+
+        return best_trial(self.trials, self.study.objective) if self.study else None
 
 
 # Cloud Logging's severities, lowest first (https://cloud.google.com/logging/docs/reference/v2/rest/v2/LogEntry#LogSeverity).

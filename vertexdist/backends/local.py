@@ -19,10 +19,18 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vertexdist.backends.base import NO_OPTIONS, JobResult, JobStatus, LogQuery, LogsPage, SubmitOptions
+from vertexdist.backends.base import (
+    NO_OPTIONS,
+    JobResult,
+    JobStatus,
+    LogQuery,
+    LogsPage,
+    SubmitOptions,
+    TuningStatus,
+)
 from vertexdist.backends.local_logs import LocalLogs
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
-from vertexdist.errors import VertexdistError
+from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.local.request import LocalRequest
 from vertexdist.local.resume import local_path
 from vertexdist.local.runner import LocalJob
@@ -244,6 +252,15 @@ class LocalBackend:
             return
         self.job(name).cancel()
 
+    def tuning_status(self, name: str) -> TuningStatus:
+        """A tuning run's status, study and trials (what `vertexdist trials` shows)."""
+        if not self._is_tuning(name):
+            raise UsageError(
+                f"{name} is not a tuning job: it has no trials",
+                hint=f"its state: vertexdist status {name}",
+            )
+        return self.tuning.tuning_status(name)
+
     def outputs(self, name: str) -> FolderOutputs:
         """The job's output folder in its run folder (`gcs/` holds what its replicas wrote to gs://)."""
         if self._is_tuning(name):
@@ -254,6 +271,8 @@ class LocalBackend:
         """The job's replica log lines after `cursor` in time order (stdout INFO, stderr ERROR)."""
         if self._is_tuning(name):
             return self.tuning.logs(name, cursor, query)
+        if query is not None and query.trial is not None:
+            raise UsageError(f"{name} is not a tuning job: it has no trials", hint="drop --trial")
         with self._lock:
             found = self._jobs.get(name)
         if found is not None:

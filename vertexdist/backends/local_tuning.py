@@ -25,6 +25,7 @@ from vertexdist.backends.base import (
     LogQuery,
     LogsPage,
     SubmitOptions,
+    TuningStatus,
     with_project,
 )
 from vertexdist.backends.local_logs import LocalLogs
@@ -41,7 +42,7 @@ from vertexdist.tuning.local_launcher import LocalTrialLauncher
 from vertexdist.tuning.study import Study
 from vertexdist.tuning.trials import trial_output_uri
 from vertexdist.wire.study import TuningJob, normalize_tuning_job, parse_tuning_job
-from vertexdist.wire.trials import trial_to_json
+from vertexdist.wire.trials import Trial, trial_from_json, trial_to_json
 
 SUMMARY = "summary.json"
 
@@ -288,6 +289,17 @@ class LocalTuningBackend:
             names += sorted(done, reverse=True)
         return [self.describe(name) for name in list(dict.fromkeys(names))[:limit]]
 
+    def tuning_status(self, name: str) -> TuningStatus:
+        """The run's status, study and trials (what `vertexdist trials` shows), as a Vertex job's read."""
+        status = self.describe(name)
+        found = self._started(name)
+        if found is not None:
+            return TuningStatus(status, found.request.job.study, list(found.run.snapshot().trials))
+        run_dir = self.run_dir(name)
+        body = json.loads((run_dir / "request.json").read_text())
+        study = parse_tuning_job(normalize_tuning_job(body["hyperparameterTuningJob"])).study
+        return TuningStatus(status, study, _finished_trials(run_dir))
+
     def cancel(self, name: str) -> None:
         """Stop every trial; returns at once (the run's thread waits for them, then writes the summary)."""
         self.run(name)[0].cancel()
@@ -296,6 +308,12 @@ class LocalTuningBackend:
         """The trials' replica log lines after `cursor` in time order, each named `<trial>/<replica>`."""
         query = query or LogQuery()
         found = self._started(name)
+        if query.trial is not None and cursor is None and query.trial not in trial_ids(self.run_dir(name)):
+            known = ", ".join(trial_ids(self.run_dir(name))) or "none yet"
+            raise UsageError(
+                f"{name} has no trial {query.trial}; its trials: {known}",
+                hint=f"its trials and their states: vertexdist trials {name}",
+            )
         trials = self.run_dir(name) / "trials"
         files: dict[str, Path] = {}
         if trials.is_dir():
@@ -312,6 +330,21 @@ class LocalTuningBackend:
     def outputs(self, name: str) -> FolderOutputs:
         """The job's output folder (each trial's under it) in its run folder's gs:// namespace."""
         return FolderOutputs(require_output_uri(name, self.describe(name).spec), self.run_dir(name) / "gcs")
+
+
+def _finished_trials(run_dir: Path) -> list[Trial]:
+    try:
+        summary = json.loads((run_dir / SUMMARY).read_text())
+    except (OSError, ValueError):
+        return []  # still running, in another process: its trials are in that one's memory
+    return [trial_from_json(t) for t in summary.get("trials") or []]
+
+
+def trial_ids(run_dir: Path) -> list[str]:
+    """The ids of a tuning run's trials so far (each has a folder under the run folder's `trials/`)."""
+    trials = run_dir / "trials"
+    found = [p.name for p in trials.iterdir() if p.is_dir()] if trials.is_dir() else []
+    return sorted(found, key=lambda t: (len(t), t))
 
 
 def _trial_spec(body: dict[str, Any]) -> dict[str, Any]:
