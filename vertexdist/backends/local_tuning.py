@@ -7,20 +7,25 @@ run. The run folder keeps `request.json` (the body, secrets masked), `trials/<id
 folder: logs, replicas, its cloudml-hypertune files), `gcs/` (gs:// paths: each trial's model is under
 `<base output>/<job id>/<trial id>/model/`, the job's own folder as for every job) and, once done,
 `summary.json` with every trial and the best one; all for the user only (0600 files, 0700 folders).
-`--resume-from RUN` continues an earlier run's folder (`vertexdist.local.resume`).
+`--resume-from RUN` continues an earlier run's folder (`vertexdist.local.resume`). While the study runs,
+`progress.json` holds the same as the summary will, rewritten whenever a trial changes, so another process
+(`vertexdist ui`) reads the trials as they go: `describe`, `tuning`, `names` and `trial_jobs` read a run
+folder, each trial's own job through a `LocalBackend` over `trials/`.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vertexdist.errors import UsageError
+from vertexdist.backends.base import TERMINAL_STATES, JobStatus, TuningStatus
+from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.local.environment import JobContext
 from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
-from vertexdist.local.template_job import LocalOptions, make_run_dir, new_job_id
+from vertexdist.local.template_job import LocalOptions, job_id_time, make_run_dir, new_job_id
 from vertexdist.private_files import write_private_json
 from vertexdist.render import mask_secrets, with_job_folder
 from vertexdist.spec.models import JobTemplate
@@ -28,10 +33,35 @@ from vertexdist.tuning.driver import TuningRun
 from vertexdist.tuning.local_launcher import LocalTrialLauncher
 from vertexdist.tuning.study import Study
 from vertexdist.tuning.trials import trial_output_uri
-from vertexdist.wire.study import TuningJob, normalize_tuning_job, parse_tuning_job
-from vertexdist.wire.trials import trial_to_json
+from vertexdist.wire.study import (
+    StudySpec,
+    TuningJob,
+    TuningSpecError,
+    normalize_tuning_job,
+    parse_study_spec,
+    parse_tuning_job,
+)
+from vertexdist.wire.timestamps import format_ns
+from vertexdist.wire.trials import trial_from_json, trial_to_json
+
+if TYPE_CHECKING:
+    from vertexdist.backends.local import LocalBackend
 
 SUMMARY = "summary.json"
+PROGRESS = "progress.json"
+REQUEST = "request.json"
+
+
+class UnknownTuningRun(VertexdistError):
+    """No tuning run of that id has a run folder here."""
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -181,7 +211,15 @@ class LocalTuningBackend:
             grace_s=self._grace_s,
             timeout_s=self._timeout_s,
         )
-        run = TuningRun(Study(request.job, seed=self._seed), launcher, poll_s=self._poll_s)
+        progress_lock = threading.Lock()
+
+        def write_progress(run: TuningRun) -> None:
+            with progress_lock:
+                write_private_json(request.run_dir / PROGRESS, summary_of(request, run, launcher))
+
+        run = TuningRun(
+            Study(request.job, seed=self._seed), launcher, poll_s=self._poll_s, on_change=write_progress
+        )
 
         def work() -> None:
             try:
@@ -192,3 +230,60 @@ class LocalTuningBackend:
         thread = threading.Thread(target=work, name="vertexdist-local-tuning", daemon=True)
         thread.start()
         return run, thread
+
+    # --- run folders ------------------------------------------------------------------------------
+    def run_dir(self, name: str) -> Path:
+        return (self.options.runs_dir / name).resolve()
+
+    def names(self) -> list[str]:
+        """Ids of the tuning runs under the runs folder (those with a request.json), newest first."""
+        runs = self.options.runs_dir
+        if not runs.is_dir():
+            return []
+        return sorted((p.name for p in runs.iterdir() if (p / REQUEST).is_file()), reverse=True)
+
+    def _state_file(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(request.json's body, the summary or, while the study runs, its progress)."""
+        folder = self.run_dir(name)
+        request = _read_json(folder / REQUEST)
+        if not request:
+            raise UnknownTuningRun(f"no tuning run {name} in {self.options.runs_dir}")
+        return request, _read_json(folder / SUMMARY) or _read_json(folder / PROGRESS)
+
+    def describe(self, name: str) -> JobStatus:
+        request, summary = self._state_file(name)
+        job = request.get("hyperparameterTuningJob") or {}
+        state = str(summary.get("state") or "JOB_STATE_PENDING").removeprefix("JOB_STATE_")
+        trials = [t for t in summary.get("trials") or [] if isinstance(t, dict)]
+        created = job_id_time(name)
+        starts = [str(t["startTime"]) for t in trials if t.get("startTime")]
+        ends = [str(t["endTime"]) for t in trials if t.get("endTime")]
+        done = state in TERMINAL_STATES and (self.run_dir(name) / SUMMARY).is_file()
+        return JobStatus(
+            name=name,
+            display_name=str(summary.get("display_name") or job.get("displayName") or ""),
+            state=state if done or state != "SUCCEEDED" else "RUNNING",
+            create_time=format_ns(int(created * 1e9)) if created is not None else None,
+            start_time=min(starts) if starts else None,
+            end_time=(max(ends) if ends else None) if done else None,
+            error=summary.get("error") or None,
+            spec=mask_secrets(dict(job.get("trialJobSpec") or {})),
+            location=str(request.get("parent", "")).rpartition("/locations/")[2] or None,
+        )
+
+    def tuning(self, name: str) -> TuningStatus:
+        """The run's status, study and trials (as `vertexdist trials` shows a Vertex tuning job's)."""
+        request, summary = self._state_file(name)
+        try:
+            body = normalize_tuning_job(request.get("hyperparameterTuningJob") or {})
+            study: StudySpec | None = parse_study_spec(body.get("studySpec"))
+        except (TuningSpecError, ValueError):
+            study = None
+        trials = [trial_from_json(t) for t in summary.get("trials") or [] if isinstance(t, dict)]
+        return TuningStatus(status=self.describe(name), study=study, trials=trials)
+
+    def trial_jobs(self, name: str) -> LocalBackend:
+        """The run's trials as local jobs (a trial's id names its job): replicas, logs, outputs."""
+        from vertexdist.backends.local import LocalBackend
+
+        return LocalBackend(LocalOptions(runs_dir=self.run_dir(name) / "trials"))
