@@ -13,6 +13,7 @@ output folder), so the real values live only in the replicas' environments.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +30,7 @@ from vertexdist.backends.base import (
 from vertexdist.backends.local_logs import LocalLogs
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import VertexdistError
-from vertexdist.local.events import RecordedEvent, read_events
+from vertexdist.local.events import EVENTS, RecordedEvent, read_events
 from vertexdist.local.request import LocalRequest
 from vertexdist.local.resume import local_path
 from vertexdist.local.runner import JobEvent, JobResult, LocalJob
@@ -80,6 +81,31 @@ def _about_from_plan(run_dir: Path) -> dict[str, Any]:
     env = replicas[0].get("env") if isinstance(replicas[0], dict) else None
     region = env.get("CLOUD_ML_REGION") if isinstance(env, dict) else None
     return {"location": region} if region else {}
+
+
+def run_folders(runs: Path, marker: str) -> list[str]:
+    """Names of the folders under `runs` that hold a file `marker`, newest first (job ids sort by time)."""
+    try:
+        entries = list(os.scandir(runs))
+    except OSError:
+        return []
+    return sorted(
+        (e.name for e in entries if e.is_dir() and os.path.isfile(os.path.join(e.path, marker))), reverse=True
+    )
+
+
+def _stamp(folder: Path, names: tuple[str, ...]) -> tuple[int, ...]:
+    """Size and modification time of each of `folder`'s files `names` (-1 for one that is missing)."""
+    stamp: list[int] = []
+    base = os.path.join(folder, "")  # strings, not Paths: a list page stats every run's files
+    for file in names:
+        try:
+            found = os.stat(base + file)
+        except OSError:
+            stamp += [-1, -1]
+            continue
+        stamp += [found.st_size, found.st_mtime_ns]
+    return tuple(stamp)
 
 
 def _machines(spec: dict[str, Any]) -> dict[int, str]:
@@ -278,6 +304,15 @@ class LocalBackend:
             location=str(about["location"]) if about.get("location") else None,
         )
 
+    def version(self, name: str) -> tuple[int, ...] | None:
+        """What changes whenever `describe(name)` would (its run folder's files' sizes and times): a view
+        may keep what it made of a job while this stays the same. None for a job running here."""
+        with self._lock:
+            if name in self._jobs:
+                return None
+        # job.json and run.json are written once, before the job starts (and its events with it).
+        return _stamp(self.options.runs_dir / name, (SUMMARY, EVENTS))
+
     def replicas(self, name: str) -> list[ReplicaInfo]:
         """Every replica with its latest state and exit code: from the job itself when it runs here, else from
         its run folder (the plan names them, the recorded events and then the summary tell their states)."""
@@ -335,9 +370,7 @@ class LocalBackend:
         """The ids `list` would describe, newest first, without reading any job's files."""
         with self._lock:
             names = list(self._jobs)
-        runs = self.options.runs_dir
-        if runs.is_dir():
-            names += sorted((p.name for p in runs.iterdir() if (p / "job.json").is_file()), reverse=True)
+        names += run_folders(self.options.runs_dir, "job.json")
         return list(dict.fromkeys(names))
 
     def list(self, limit: int = 50) -> list[JobStatus]:

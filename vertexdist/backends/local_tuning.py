@@ -237,10 +237,15 @@ class LocalTuningBackend:
 
     def names(self) -> list[str]:
         """Ids of the tuning runs under the runs folder (those with a request.json), newest first."""
-        runs = self.options.runs_dir
-        if not runs.is_dir():
-            return []
-        return sorted((p.name for p in runs.iterdir() if (p / REQUEST).is_file()), reverse=True)
+        from vertexdist.backends.local import run_folders
+
+        return run_folders(self.options.runs_dir, REQUEST)
+
+    def version(self, name: str) -> tuple[int, ...]:
+        """What changes whenever `tuning(name)` would: a view may keep what it made of the run meanwhile."""
+        from vertexdist.backends.local import _stamp
+
+        return _stamp(self.options.runs_dir / name, (SUMMARY, PROGRESS))
 
     def _state_file(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """(request.json's body, the summary or, while the study runs, its progress)."""

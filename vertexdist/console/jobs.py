@@ -9,6 +9,7 @@ registered until that feature lands, and no page shows attempts it was not given
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from vertexdist.backends.local_tuning import LocalTuningBackend
     from vertexdist.backends.vertex import VertexBackend
 
+KEEP_ROWS = 100_000  # rows of finished local jobs kept between list pages (see `_kept`)
 KIND_CUSTOM = "custom job"
 KIND_PIPELINE = "pipeline"
 KIND_TUNING = "tuning"
@@ -170,6 +172,7 @@ class Console:
         self.clock = clock
         self.scalar_readers = ScalarReaders()
         self.attempt_sources: list[AttemptSource] = []
+        self._rows: dict[str, tuple[object, JobRow]] = {}  # local job id -> (its version, its row)
 
     # --- where ------------------------------------------------------------------------------------
     @property
@@ -201,15 +204,16 @@ class Console:
         problems: list[str] = []
         for name in self.local.names():
             try:
-                rows.append(self._local_row(JobRef("local", name), self.local.describe(name), now))
+                make = functools.partial(self._local_row_of, name, now)
+                rows.append(self._kept(name, self.local.version(name), make))
             except VertexdistError:
                 continue  # a folder being written, or removed, between listing and reading
         for name in self.local_tuning.names():
             try:
-                tuning = self.local_tuning.tuning(name)
+                make = functools.partial(self._tuning_row_of, name, now)
+                rows.append(self._kept(name, self.local_tuning.version(name), make))
             except VertexdistError:
                 continue
-            rows.append(self._tuning_row(JobRef("local", name), tuning, now))
         if self.remote is not None:
             try:
                 found = self.remote.list(limit=500)
@@ -222,6 +226,19 @@ class Console:
                     rows.append(self._remote_row(ref, status, now))
         rows.sort(key=lambda row: row.sort_key, reverse=True)
         return rows, problems
+
+    def _kept(self, name: str, version: object, make: Callable[[], JobRow]) -> JobRow:
+        """The row of a finished local job as made before while its files are unchanged, else made now.
+        (A running job's row is made anew each time: its duration and cost grow.)"""
+        kept = self._rows.get(name)
+        if version is not None and kept is not None and kept[0] == version:
+            return kept[1]
+        row = make()
+        if version is not None and row.state in TERMINAL_STATES:
+            if len(self._rows) >= KEEP_ROWS:
+                self._rows.clear()
+            self._rows[name] = (version, row)
+        return row
 
     def _row(self, ref: JobRef, status: JobStatus, kind: str, where: str, cost: float | None) -> JobRow:
         return JobRow(
@@ -236,6 +253,12 @@ class Console:
             duration_s=duration_s(status, self.clock()),
             cost=cost,
         )
+
+    def _local_row_of(self, name: str, now: float) -> JobRow:
+        return self._local_row(JobRef("local", name), self.local.describe(name), now)
+
+    def _tuning_row_of(self, name: str, now: float) -> JobRow:
+        return self._tuning_row(JobRef("local", name), self.local_tuning.tuning(name), now)
 
     def _local_row(self, ref: JobRef, status: JobStatus, now: float) -> JobRow:
         cost = job_cost(status.spec, status.location, duration_s(status, now))
