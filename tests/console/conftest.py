@@ -85,16 +85,16 @@ def tuning_template(folder: Path, *, trials: int = 3, name: str = "tune-console"
 
 def run_local_tuning(runs: Path, template: Path) -> str:
     """The template's tuning run under `runs`, to its end, through the local tuning backend; its id."""
-    from vertexdist.backends.local_tuning import LocalTuningBackend
+    from vertexdist.backends.local import LocalBackend
     from vertexdist.local.template_job import LocalOptions
     from vertexdist.spec.loader import load_template
 
-    backend = LocalTuningBackend(LocalOptions(runs_dir=runs, package_cache=runs.parent / "packages"), seed=3)
-    request = backend.dryrun(load_template(template))
-    _run, thread = backend.schedule(request)
+    backend = LocalBackend(LocalOptions(runs_dir=runs, package_cache=runs.parent / "packages"), seed=3)
+    job_id = backend.schedule(backend.dryrun(load_template(template)))
+    _run, thread = backend.tuning.run(job_id)
     thread.join(180)
     assert not thread.is_alive()
-    return request.job_id
+    return job_id
 
 
 def free_port() -> int:

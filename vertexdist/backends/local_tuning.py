@@ -21,8 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vertexdist.backends.base import TERMINAL_STATES, JobStatus, TuningStatus
-from vertexdist.errors import UsageError, VertexdistError
+from vertexdist.backends.base import (
+    NO_OPTIONS,
+    TERMINAL_STATES,
+    JobStatus,
+    LogQuery,
+    LogsPage,
+    ReplicaInfo,
+    StateChange,
+    SubmitOptions,
+    TuningStatus,
+)
+from vertexdist.backends.local_logs import LocalLogs
+from vertexdist.backends.outputs import FolderOutputs, require_output_uri
+from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
 from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.local.template_job import LocalOptions, job_id_time, make_run_dir, new_job_id
@@ -52,7 +64,7 @@ PROGRESS = "progress.json"
 REQUEST = "request.json"
 
 
-class UnknownTuningRun(VertexdistError):
+class UnknownTuningRun(UsageError):
     """No tuning run of that id has a run folder here."""
 
 
@@ -82,7 +94,7 @@ def local_path(uri: str, gcs_root: Path) -> Path:
 
 
 def prepare_tuning_request(
-    t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None
+    t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
 ) -> LocalTuningRequest:
     from vertexdist.packaging import build_sdist, package_uri
     from vertexdist.render_tuning import render_tuning_request
@@ -92,8 +104,8 @@ def prepare_tuning_request(
             "--docker does not run tuning templates yet", hint="drop --docker: the trials run on the host"
         )
     resumed: ResumedRun | None = None
-    if options.resume_from is not None:
-        resumed = find_run(options.resume_from, options.runs_dir)
+    if resume_from is not None:
+        resumed = find_run(resume_from, options.runs_dir)
     job_id = new_job_id()
     run_dir = (options.out or options.runs_dir / job_id).resolve()
     if scratch is None:
@@ -172,8 +184,20 @@ def summary_of(request: LocalTuningRequest, run: TuningRun, launcher: LocalTrial
     }
 
 
+@dataclass
+class _Started:
+    request: LocalTuningRequest
+    run: TuningRun
+    thread: threading.Thread
+    launcher: LocalTrialLauncher
+
+
 class LocalTuningBackend:
-    """Runs tuning templates here; `seed` fixes random and bayesian suggestions (None: a fresh draw)."""
+    """Runs tuning templates here; `seed` fixes random and bayesian suggestions (None: a fresh draw).
+
+    A run is addressed by its job id: one started here, or a run folder under the runs folder (its
+    `request.json`, and `summary.json` once done). Its logs are its trials' replica logs, each named
+    `<trial id>/<replica>` (`LogQuery.trial` keeps one trial's)."""
 
     def __init__(
         self,
@@ -189,17 +213,22 @@ class LocalTuningBackend:
         self._timeout_s = timeout_s
         self._seed = seed
         self._poll_s = poll_s
+        self._runs: dict[str, _Started] = {}
+        self._lock = threading.Lock()
+        self._logs = LocalLogs()
 
-    def dryrun(self, template: JobTemplate, *, scratch: Path | None = None) -> LocalTuningRequest:
+    def dryrun(self, template: JobTemplate, options: SubmitOptions = NO_OPTIONS) -> LocalTuningRequest:
         if template.tuning is None:
             raise UsageError(f"{template.display_name} has no `tuning:` section")
         if template.build is not None:
             # Like `submit --emulator`: the trainer runs as a Python package here.
             template = template.model_copy(update={"build": None})
-        return prepare_tuning_request(template, self.options, scratch=scratch)
+        return prepare_tuning_request(
+            template, self.options, scratch=options.scratch, resume_from=options.resume_from
+        )
 
-    def schedule(self, request: LocalTuningRequest) -> tuple[TuningRun, threading.Thread]:
-        """Start the study in a thread; the thread writes `summary.json` when it ends."""
+    def schedule(self, request: LocalTuningRequest, options: SubmitOptions = NO_OPTIONS) -> str:
+        """Start the study in a thread and return the job id; the thread writes `summary.json` at its end."""
         write_private_json(request.run_dir / "request.json", mask_secrets(request.request))
         launcher = LocalTrialLauncher(
             request.job.trial_job_spec,
@@ -228,12 +257,89 @@ class LocalTuningBackend:
                 write_private_json(request.run_dir / SUMMARY, summary_of(request, run, launcher))
 
         thread = threading.Thread(target=work, name="vertexdist-local-tuning", daemon=True)
+        with self._lock:
+            self._runs[request.job_id] = _Started(request, run, thread, launcher)
         thread.start()
-        return run, thread
+        return request.job_id
 
-    # --- run folders ------------------------------------------------------------------------------
+    def _started(self, name: str) -> _Started | None:
+        with self._lock:
+            return self._runs.get(name)
+
+    def run(self, name: str) -> tuple[TuningRun, threading.Thread]:
+        """The study loop of a run started here, and the thread it runs in (views follow the one, join the
+        other)."""
+        found = self._started(name)
+        if found is None:
+            raise UsageError(f"no local tuning job {name} was started here")
+        return found.run, found.thread
+
     def run_dir(self, name: str) -> Path:
-        return (self.options.runs_dir / name).resolve()
+        found = self._started(name)
+        return found.request.run_dir if found is not None else (self.options.runs_dir / name).resolve()
+
+    def owns(self, name: str) -> bool:
+        """Whether `name` is a tuning run: started here, or a run folder with a tuning request."""
+        return self._started(name) is not None or (self.run_dir(name) / "request.json").is_file()
+
+    # --- jobs -------------------------------------------------------------------------------------
+    def describe(self, name: str) -> JobStatus:
+        found = self._started(name)
+        if found is not None:
+            snapshot = found.run.snapshot()
+            return JobStatus(
+                name=name,
+                display_name=found.request.display_name,
+                # Done once the loop has stopped every trial and written the summary.
+                state="RUNNING" if found.thread.is_alive() else snapshot.outcome,
+                error=snapshot.message or None,
+                spec=_trial_spec(mask_secrets(found.request.request)),
+                location=found.request.ctx.region,
+            )
+        request, summary = self._state_file(name)
+        job = request.get("hyperparameterTuningJob") or {}
+        state = str(summary.get("state") or "JOB_STATE_PENDING").removeprefix("JOB_STATE_")
+        trials = [t for t in summary.get("trials") or [] if isinstance(t, dict)]
+        created = job_id_time(name)
+        starts = [str(t["startTime"]) for t in trials if t.get("startTime")]
+        ends = [str(t["endTime"]) for t in trials if t.get("endTime")]
+        # Started by a local-run in another process: done once it has written the summary.
+        done = state in TERMINAL_STATES and (self.run_dir(name) / SUMMARY).is_file()
+        return JobStatus(
+            name=name,
+            display_name=str(summary.get("display_name") or job.get("displayName") or ""),
+            state=state if done or state not in TERMINAL_STATES else "RUNNING",
+            create_time=format_ns(int(created * 1e9)) if created is not None else None,
+            start_time=min(starts) if starts else None,
+            end_time=(max(ends) if ends else None) if done else None,
+            error=summary.get("error") or None,
+            spec=_trial_spec(request),
+            location=str(request.get("parent", "")).rpartition("/locations/")[2] or None,
+        )
+
+    def tuning(self, name: str) -> TuningStatus:
+        """The run's status, study and trials (as `vertexdist trials` shows a Vertex tuning job's)."""
+        found = self._started(name)
+        if found is not None:
+            snapshot = found.run.snapshot()
+            return TuningStatus(self.describe(name), found.request.job.study, list(snapshot.trials))
+        request, summary = self._state_file(name)
+        try:
+            body = normalize_tuning_job(request.get("hyperparameterTuningJob") or {})
+            study: StudySpec | None = parse_study_spec(body.get("studySpec"))
+        except (TuningSpecError, ValueError):
+            study = None
+        trials = [trial_from_json(t) for t in summary.get("trials") or [] if isinstance(t, dict)]
+        return TuningStatus(status=self.describe(name), study=study, trials=trials)
+
+    def replicas(self, name: str) -> list[ReplicaInfo]:
+        """None of its own: each trial is a job with its replicas (`trial_jobs`)."""
+        self.describe(name)
+        return []
+
+    def timeline(self, name: str) -> list[StateChange]:
+        """Its creation, each trial's start and end, its end."""
+        return self.tuning(name).timeline()
 
     def names(self) -> list[str]:
         """Ids of the tuning runs under the runs folder (those with a request.json), newest first."""
@@ -255,40 +361,50 @@ class LocalTuningBackend:
             raise UnknownTuningRun(f"no tuning run {name} in {self.options.runs_dir}")
         return request, _read_json(folder / SUMMARY) or _read_json(folder / PROGRESS)
 
-    def describe(self, name: str) -> JobStatus:
-        request, summary = self._state_file(name)
-        job = request.get("hyperparameterTuningJob") or {}
-        state = str(summary.get("state") or "JOB_STATE_PENDING").removeprefix("JOB_STATE_")
-        trials = [t for t in summary.get("trials") or [] if isinstance(t, dict)]
-        created = job_id_time(name)
-        starts = [str(t["startTime"]) for t in trials if t.get("startTime")]
-        ends = [str(t["endTime"]) for t in trials if t.get("endTime")]
-        done = state in TERMINAL_STATES and (self.run_dir(name) / SUMMARY).is_file()
-        return JobStatus(
-            name=name,
-            display_name=str(summary.get("display_name") or job.get("displayName") or ""),
-            state=state if done or state != "SUCCEEDED" else "RUNNING",
-            create_time=format_ns(int(created * 1e9)) if created is not None else None,
-            start_time=min(starts) if starts else None,
-            end_time=(max(ends) if ends else None) if done else None,
-            error=summary.get("error") or None,
-            spec=mask_secrets(dict(job.get("trialJobSpec") or {})),
-            location=str(request.get("parent", "")).rpartition("/locations/")[2] or None,
-        )
-
-    def tuning(self, name: str) -> TuningStatus:
-        """The run's status, study and trials (as `vertexdist trials` shows a Vertex tuning job's)."""
-        request, summary = self._state_file(name)
-        try:
-            body = normalize_tuning_job(request.get("hyperparameterTuningJob") or {})
-            study: StudySpec | None = parse_study_spec(body.get("studySpec"))
-        except (TuningSpecError, ValueError):
-            study = None
-        trials = [trial_from_json(t) for t in summary.get("trials") or [] if isinstance(t, dict)]
-        return TuningStatus(status=self.describe(name), study=study, trials=trials)
-
     def trial_jobs(self, name: str) -> LocalBackend:
         """The run's trials as local jobs (a trial's id names its job): replicas, logs, outputs."""
         from vertexdist.backends.local import LocalBackend
 
         return LocalBackend(LocalOptions(runs_dir=self.run_dir(name) / "trials"))
+
+    def list(self, limit: int = 50) -> list[JobStatus]:
+        """Runs started here, then earlier tuning run folders, newest first."""
+        with self._lock:
+            names = list(self._runs)
+        runs = self.options.runs_dir
+        if runs.is_dir():
+            done = [
+                p.name for p in runs.iterdir() if (p / "request.json").is_file() and (p / SUMMARY).is_file()
+            ]
+            names += sorted(done, reverse=True)
+        return [self.describe(name) for name in list(dict.fromkeys(names))[:limit]]
+
+    def cancel(self, name: str) -> None:
+        """Stop every trial; returns at once (the run's thread waits for them, then writes the summary)."""
+        self.run(name)[0].cancel()
+
+    def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage:
+        """The trials' replica log lines after `cursor` in time order, each named `<trial>/<replica>`."""
+        query = query or LogQuery()
+        found = self._started(name)
+        trials = self.run_dir(name) / "trials"
+        files: dict[str, Path] = {}
+        if trials.is_dir():
+            for folder in sorted(trials.iterdir()):
+                if query.trial is not None and folder.name != query.trial:
+                    continue
+                for path in (folder / "logs").glob("workerpool*.log"):
+                    if query.replica is None or path.stem == query.replica:
+                        files[f"{folder.name}/{path.stem}"] = path
+        final = not found.thread.is_alive() if found is not None else (self.run_dir(name) / SUMMARY).is_file()
+        kept = LogQuery(severity=query.severity, since=query.since)
+        return self._logs.page(files, cursor, kept, final=final)
+
+    def outputs(self, name: str) -> FolderOutputs:
+        """The job's output folder (each trial's under it) in its run folder's gs:// namespace."""
+        return FolderOutputs(require_output_uri(name, self.describe(name).spec), self.run_dir(name) / "gcs")
+
+
+def _trial_spec(body: dict[str, Any]) -> dict[str, Any]:
+    """The trials' CustomJobSpec in a CreateHyperparameterTuningJob body."""
+    return dict((body.get("hyperparameterTuningJob") or {}).get("trialJobSpec") or {})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import typer
 
@@ -39,8 +39,8 @@ def remote_backend(
     project: str | None, location: str | None, endpoint: str | None, transport: str | None
 ) -> VertexBackend | None:
     """The Vertex (or emulator) backend the console also shows, or None: only when one is named."""
+    from vertexdist.backends import create_backend
     from vertexdist.backends.config import resolve_target
-    from vertexdist.backends.vertex import VertexBackend
     from vertexdist.backends.vertex.retry import RetryPolicy
 
     if not (endpoint or os.environ.get("VERTEX_API_ENDPOINT") or project):
@@ -49,7 +49,8 @@ def remote_backend(
         env=os.environ, project=project, location=location, api_endpoint=endpoint, transport=transport
     )
     # A page waits on these calls: a stopped emulator shows as such at once, not after a minute of retries.
-    return VertexBackend(target, retry=RetryPolicy(attempts=2, initial_s=0.2, max_s=1.0))
+    retry = RetryPolicy(attempts=2, initial_s=0.2, max_s=1.0)
+    return cast("VertexBackend", create_backend("vertex", target, retry=retry))
 
 
 def ui(

@@ -1,5 +1,6 @@
-"""What the console's pages show, read through the backends: local runs (`LocalBackend` for jobs,
-`LocalTuningBackend` for tuning runs and their trials) and one Vertex or emulator target (`VertexBackend`).
+"""What the console's pages show, read through the backends (`backends.create_backend`): the local runs
+(`LocalBackend`; its `tuning` part for tuning runs and their trials) and one Vertex or emulator target
+(`VertexBackend`).
 
 Every job is addressed by a `refs.JobRef`; a ref that names no job raises `NotFound` (the page answers 404),
 a backend that cannot be reached raises `Unavailable` (the page says so; the other source still shows).
@@ -14,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from vertexdist.backends.base import (
     TERMINAL_STATES,
@@ -160,13 +161,12 @@ class Console:
         cache_dir: Path,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        from vertexdist.backends.local import LocalBackend
-        from vertexdist.backends.local_tuning import LocalTuningBackend
+        from vertexdist.backends import create_backend
         from vertexdist.local.template_job import LocalOptions
 
         self.runs_dir = Path(runs_dir)
-        self.local: LocalBackend = LocalBackend(LocalOptions(runs_dir=self.runs_dir))
-        self.local_tuning: LocalTuningBackend = LocalTuningBackend(LocalOptions(runs_dir=self.runs_dir))
+        self.local = cast("LocalBackend", create_backend("local", LocalOptions(runs_dir=self.runs_dir)))
+        self.local_tuning: LocalTuningBackend = self.local.tuning
         self.remote = remote
         self.cache_dir = Path(cache_dir)
         self.clock = clock
@@ -295,14 +295,14 @@ class Console:
 
     def is_tuning(self, ref: JobRef) -> bool:
         if ref.source == "local":
-            return ref.trial is None and (self.local_tuning.run_dir(ref.job) / "request.json").is_file()
+            return ref.trial is None and self.local_tuning.owns(ref.job)
         return ref.job.startswith("hyperparameterTuningJobs/")
 
     def _local_job(self, ref: JobRef) -> tuple[LocalBackend, str]:
         """The local backend holding `ref`'s job, and its name there (a trial's is its id)."""
         if ref.trial is None:
             return self.local, ref.job
-        if not (self.local_tuning.run_dir(ref.job) / "request.json").is_file():
+        if not self.local_tuning.owns(ref.job):
             raise NotFound(f"no tuning run {ref.job}")
         return self.local_tuning.trial_jobs(ref.job), ref.trial
 
@@ -335,7 +335,7 @@ class Console:
         if ref.source == "local":
             if tuning is not None:
                 row = self._tuning_row(ref, tuning, now)
-                timeline: list[StateChange] = _tuning_timeline(tuning)
+                timeline: list[StateChange] = tuning.timeline()
             else:
                 backend, name = self._local_job(ref)
                 row = self._local_row(ref, status, now)
@@ -348,9 +348,7 @@ class Console:
             name = self._remote_name(ref)
             row = self._remote_row(ref, status, now)
             timeline = (
-                _tuning_timeline(tuning)
-                if tuning is not None
-                else self._call(lambda: self._remote().timeline(name))
+                tuning.timeline() if tuning is not None else self._call(lambda: self._remote().timeline(name))
             )
         attempts = None
         for source in self.attempt_sources:
@@ -421,21 +419,3 @@ class Console:
                 trials = [t for t in parent.trials if t.id == ref.trial]
                 series += trial_series(trials, parent.study.objective.id)
         return series
-
-
-def _tuning_timeline(tuning: TuningStatus) -> list[StateChange]:
-    """The tuning job's course: created, then each trial's start and end."""
-    steps = [StateChange(tuning.status.create_time, "QUEUED")] if tuning.status.create_time else []
-    for trial in tuning.trials:
-        if trial.start_time:
-            steps.append(StateChange(trial.start_time, "ACTIVE", replica=f"trial {trial.id}"))
-        if trial.end_time:
-            reason = trial.infeasible_reason or ""
-            steps.append(
-                StateChange(trial.end_time, trial.state, replica=f"trial {trial.id}", message=reason)
-            )
-    if tuning.status.end_time:
-        steps.append(
-            StateChange(tuning.status.end_time, tuning.status.state, message=tuning.status.error or "")
-        )
-    return sorted(steps, key=lambda s: _seconds(s.time) or 0.0)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
 from vertexdist.local import JobContext, JobState, LocalJob, start_job
-from vertexdist.local.logs import last_lines
+from vertexdist.log_files import last_lines
 
 _STATES: dict[JobState, RunState] = {
     JobState.PENDING: "PENDING",

@@ -41,7 +41,6 @@ class LocalOptions:
     package_cache: Path = PACKAGE_CACHE
     procs_per_replica: int | None = None
     docker: bool = False
-    resume_from: str | None = None  # an earlier run (id or folder) whose output folder this run continues
 
 
 def new_job_id() -> str:
@@ -110,17 +109,20 @@ def make_run_dir(run_dir: Path) -> None:
         ) from exc
 
 
-def prepare_request(t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None) -> LocalRequest:
+def prepare_request(
+    t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
+) -> LocalRequest:
     """The template's local request. With `scratch` (a dry run) the sdist goes there, no run folder is made
-    and `--docker` needs no daemon; otherwise the run folder is made before anything is built into it."""
+    and `--docker` needs no daemon; otherwise the run folder is made before anything is built into it.
+    `resume_from` names an earlier run (id or folder) whose output folder this run continues."""
     from vertexdist.render import render_job_spec
 
     check_procs_per_replica(t, options.procs_per_replica)
     if options.docker:
         require_docker(t, need_daemon=scratch is None)
     resumed: ResumedRun | None = None
-    if options.resume_from is not None:
-        resumed = find_run(options.resume_from, options.runs_dir)
+    if resume_from is not None:
+        resumed = find_run(resume_from, options.runs_dir)
     job_id = new_job_id()
     run_dir = (options.out or options.runs_dir / job_id).resolve()
     ctx = JobContext(
