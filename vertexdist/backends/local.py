@@ -71,7 +71,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 def _times(name: str, events: list[RecordedEvent], summary: dict[str, Any]) -> tuple[float | None, ...]:
     """(created, started, ended) in seconds since the epoch: from the recorded events, else from the job id
     (its UTC start second) and the summary's elapsed time (run folders from before events were kept)."""
-    created = events[0].time if events else job_id_time(name)
+    created = job_id_time(name)  # the second the job was made: it is PENDING while its packages install
+    if created is None and events:
+        created = events[0].time
     started = next((e.time for e in events if _short(e.job_state) == "RUNNING"), None)
     ended = None
     if events and _short(events[-1].job_state) in TERMINAL_STATES:

@@ -9,7 +9,7 @@ Needs the `ui` extra (Starlette, uvicorn, jinja2, tensorboard's event reader).
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -26,8 +26,16 @@ UI_MODULES = ("starlette", "uvicorn", "jinja2", "tensorboard")
 DEFAULT_PORT = 8686
 
 
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
 def require_ui_extra() -> None:
-    missing = [name for name in UI_MODULES if importlib.util.find_spec(name) is None]
+    missing = [name for name in UI_MODULES if not _importable(name)]
     if missing:
         raise UsageError(
             f"vertexdist ui needs the `ui` extra ({', '.join(missing)} not installed)",
