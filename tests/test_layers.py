@@ -1,4 +1,4 @@
-"""The rooms of the package and which may import which (design.md "Parts and their rooms").
+"""The rooms of the package and which may import which (docs/architecture.md, "The walls tests enforce").
 
 The pure core's ban on cloud SDKs, torch, rich and ray is a ruff rule (pyproject.toml, TID251); these tests
 check that the rule really fails lint there and only there, and read every module's imports to hold the

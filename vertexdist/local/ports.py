@@ -1,4 +1,4 @@
-"""Free loopback ports for the replicas of a local job, one per replica (reference/vertex.md §1.1).
+"""Free loopback ports for the replicas of a local job, one per replica (docs/reference/vertex.md §1.1).
 
 The kernel picks each port (bind to :0), so it is free now; a claim file per port, owned by this process,
 keeps a second local-run of the same user from picking it until this job ends. The claims live in the

@@ -18,7 +18,7 @@
   code); only those the job ended are STOPPED.
 - A supervisor that dies (SIGKILL included) takes the job down with it: a `Watchdog` process per job stops
   every process group the job registered, and every process carrying the job's token, within 10 s.
-- States use Vertex's names (reference/vertex.md §4.4: JobState).
+- States use Vertex's names (docs/reference/vertex.md §4.4: JobState).
 
 `LocalJob` is a library API (the emulator uses it): start, read state, cancel, wait, find log files.
 """
