@@ -66,7 +66,7 @@ def accelerator_type_known(m: MachineChoice) -> Iterator[Finding]:
         "accelerator_type",
         f"{accelerator!r} is not an accelerator type",
         _join(
-            catalog.did_you_mean(accelerator, list(catalog.ACCELERATORS)),
+            catalog.did_you_mean(accelerator, list(catalog.ACCELERATORS), described=catalog.ACCELERATORS),
             "names are the API's enum names, e.g. NVIDIA_TESLA_A100, NVIDIA_L4",
         ),
     )

@@ -7,9 +7,12 @@ Per-field checks live here; checks across fields and against the machine catalog
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib.util
+import itertools
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -24,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from vertexdist.errors import VertexdistError
 from vertexdist.spec.catalog_data import (
@@ -120,6 +124,37 @@ def _resolve(value: Any, info: ValidationInfo) -> Any:
     return (path if path.is_absolute() else _base_dir(info) / path).resolve()
 
 
+# A folder of thousands of files is not searched for a did-you-mean.
+_NEIGHBOURS_LOOKED_AT = 2000
+
+
+def _shown_path(path: Path, info: ValidationInfo) -> str:
+    base = _base_dir(info).resolve()
+    return str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
+
+
+def not_found(
+    message: str, path: Path, info: ValidationInfo, fits: Callable[[Path], bool]
+) -> PydanticCustomError:
+    """An error for a path that does not exist, with the nearest name beside it that would do, if any."""
+    hint = None
+    if path.parent.is_dir():
+        names = [p.name for p in itertools.islice(path.parent.iterdir(), _NEIGHBOURS_LOOKED_AT) if fits(p)]
+        close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
+        if close:
+            hint = f"did you mean `{_shown_path(path.parent / close[0], info)}`?"
+    return PydanticCustomError("path_not_found", "{message}", {"message": message, "hint": hint})
+
+
+def _module_names(package: Path) -> list[str]:
+    found = itertools.islice(package.rglob("*.py"), _NEIGHBOURS_LOOKED_AT)
+    names = []
+    for file in found:
+        parts = file.relative_to(package.parent).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
 @functools.lru_cache(maxsize=1)
 def bundled_trainer_dir() -> Path:
     """The folder of the installed `trainer_pkg`, found without importing it (it imports torch)."""
@@ -212,11 +247,16 @@ class TrainerSpec(_Strict):
 
     @field_validator("package")
     @classmethod
-    def _package_is_a_package(cls, value: Path | None) -> Path | None:
+    def _package_is_a_package(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is None:
             return value
         if not value.is_dir():
-            raise ValueError(f"package folder {str(value)!r} does not exist")
+            raise not_found(
+                f"package folder {str(value)!r} does not exist",
+                value,
+                info,
+                lambda p: (p / "__init__.py").is_file(),
+            )
         if not (value / "__init__.py").is_file():
             raise ValueError(f"{str(value)!r} is not a Python package: it has no __init__.py")
         if not value.name.isidentifier():
@@ -225,13 +265,18 @@ class TrainerSpec(_Strict):
 
     @field_validator("script")
     @classmethod
-    def _script_is_a_file(cls, value: Path | None) -> Path | None:
+    def _script_is_a_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is None:
             return value
         if value.suffix != ".py":
             raise ValueError(f"script {str(value)!r} must be a .py file")
         if not value.is_file():
-            raise ValueError(f"script {str(value)!r} does not exist")
+            raise not_found(
+                f"script {str(value)!r} does not exist",
+                value,
+                info,
+                lambda p: p.suffix == ".py" and p.is_file(),
+            )
         return value
 
     @field_validator("env")
@@ -266,7 +311,15 @@ class TrainerSpec(_Strict):
         exists = target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
         # The bundled trainer is ours and is checked by its own tests.
         if not exists and self.package != bundled_trainer_dir():
-            raise ValueError(f"module {module!r} has no file in {str(self.package)!r}")
+            close = difflib.get_close_matches(module, _module_names(self.package), n=1, cutoff=0.6)
+            raise PydanticCustomError(
+                "path_not_found",
+                "{message}",
+                {
+                    "message": f"module {module!r} has no file in {str(self.package)!r}",
+                    "hint": f"did you mean `{close[0]}`?" if close else None,
+                },
+            )
         object.__setattr__(self, "module", module)
         return self
 
@@ -293,16 +346,18 @@ class BuildSpec(_Strict):
 
     @field_validator("context")
     @classmethod
-    def _context_exists(cls, value: Path) -> Path:
+    def _context_exists(cls, value: Path, info: ValidationInfo) -> Path:
         if not value.is_dir():
-            raise ValueError(f"build context folder {str(value)!r} does not exist")
+            raise not_found(
+                f"build context folder {str(value)!r} does not exist", value, info, lambda p: p.is_dir()
+            )
         return value
 
     @field_validator("dockerfile")
     @classmethod
-    def _dockerfile_exists(cls, value: Path) -> Path:
+    def _dockerfile_exists(cls, value: Path, info: ValidationInfo) -> Path:
         if not value.is_file():
-            raise ValueError(f"Dockerfile {str(value)!r} does not exist")
+            raise not_found(f"Dockerfile {str(value)!r} does not exist", value, info, lambda p: p.is_file())
         return value
 
     @field_validator("repository")

@@ -119,13 +119,26 @@ def reduction_server_with_custom_image(t: JobTemplate) -> Iterator[Finding]:
         )
 
 
+def _runs_ddp_across_nodes(t: JobTemplate) -> bool:
+    """Whether the job's replicas form one process group: torchrun's always do, the bundled trainer's too;
+    code of your own under `launcher: python` runs once per machine and may never join the others (on GPUs
+    it most likely does, or it would leave them idle); a Ray job is ended by the launcher when a node goes
+    (spec/ray_rules.py has its checks)."""
+    launcher = t.trainer.launcher
+    if launcher == "ray":
+        return False
+    if launcher == "torchrun" or t.trainer.is_bundled:
+        return True
+    return _accelerator(t) is not None and t.accelerator_count > 0
+
+
 def ddp_restart_policy(t: JobTemplate) -> Iterator[Finding]:
-    # A Ray job does not hang: the launcher ends it when a node goes (spec/ray_rules.py has its checks).
-    if t.replica_count > 1 and not t.restart_job_on_worker_restart and t.trainer.launcher != "ray":
+    if t.replica_count > 1 and not t.restart_job_on_worker_restart and _runs_ddp_across_nodes(t):
+        backend = "NCCL" if _accelerator(t) is not None and t.accelerator_count > 0 else "gloo"
         yield Finding(
             "restart_job_on_worker_restart",
             "multi-node DDP without restart_job_on_worker_restart: if one worker restarts, the others hang"
-            " in NCCL until the collective timeout",
+            f" in {backend} until the collective timeout",
             "set restart_job_on_worker_restart: true and resume from checkpoints",
             "warning",
         )
