@@ -88,7 +88,7 @@ def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
 def local_job(ref: str) -> tuple[LocalBackend, str] | None:
     """A local-run job: its id (a folder under .vertexdist/runs) or its run folder; None for other refs."""
     from vertexdist.backends.local import UnknownLocalJob
-    from vertexdist.local.template_job import RUNS_DIR, LocalOptions, is_job_id
+    from vertexdist.backends.local.prepare import RUNS_DIR, LocalOptions, is_job_id
 
     folder = Path(ref)
     if is_job_id(ref.strip()) and not folder.exists():

@@ -230,7 +230,7 @@ def open_submission(
     where = request.where
     emulator = request.emulator
     if emulator is not None:
-        from vertexdist.local.template_job import check_procs_per_replica
+        from vertexdist.backends.local.prepare import check_procs_per_replica
 
         check_procs_per_replica(template, emulator.procs_per_replica)
         if template.build is not None:

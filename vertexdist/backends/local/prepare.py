@@ -5,7 +5,7 @@ A `build` template runs its image on Vertex; here its replicas run the image's c
 the build context, with the Dockerfile's environment, or (`docker=True`) as containers of the built image.
 
 The job's own output folder is `<base>/<job id>` (see `vertexdist.render`), in the run's own gs:// namespace
-(`<run folder>/gcs`), unless `resume_from` names an earlier run to continue (`vertexdist.local.resume`).
+(`<run folder>/gcs`), unless `resume_from` names an earlier run to continue (`backends.local.resume`).
 The run folder is the user's alone (mode 0700): its files hold the job's spec.
 """
 
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vertexdist.backends.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
 from vertexdist.local.request import LocalRequest, build_docker_request, build_request
-from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.wire.job_spec import parse_job_spec
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ run. The run folder keeps `request.json` (the body, secrets masked), `trials/<id
 folder: logs, replicas, its cloudml-hypertune files), `gcs/` (gs:// paths: each trial's model is under
 `<base output>/<job id>/<trial id>/model/`, the job's own folder as for every job) and, once done,
 `summary.json` with every trial and the best one; all for the user only (0600 files, 0700 folders).
-`--resume-from RUN` continues an earlier run's folder (`vertexdist.local.resume`).
+`--resume-from RUN` continues an earlier run's folder (`vertexdist.backends.local.resume`).
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.backends.base import NO_OPTIONS, JobStatus, LogQuery, LogsPage, SubmitOptions
-from vertexdist.backends.local_logs import LocalLogs
+from vertexdist.backends.local.logs import LocalLogs
+from vertexdist.backends.local.prepare import LocalOptions, make_run_dir, new_job_id
+from vertexdist.backends.local.resume import ResumedRun, find_run, link_gcs_root
+from vertexdist.backends.local.trials import LocalTrialLauncher
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
-from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
-from vertexdist.local.template_job import LocalOptions, make_run_dir, new_job_id
 from vertexdist.private_files import write_private_json
 from vertexdist.render import mask_secrets, with_job_folder
 from vertexdist.spec.models import JobTemplate
 from vertexdist.tuning.driver import TuningRun
-from vertexdist.tuning.local_launcher import LocalTrialLauncher
 from vertexdist.tuning.study import Study
 from vertexdist.tuning.trials import trial_output_uri
 from vertexdist.wire.study import TuningJob, normalize_tuning_job, parse_tuning_job
