@@ -32,8 +32,9 @@ class ResumedRun:
 
 
 def local_path(uri: str, gcs_root: Path) -> Path:
-    """Where a gs:// URI lives for replicas with this gs:// root (the trainer's own mapping)."""
-    return gcs_root / uri.removeprefix("gs://")
+    """Where `gs://B/p` lives for replicas with this gs:// root (VERTEXDIST_GCS_ROOT, the trainer's own
+    mapping), or `uri` itself if it is a path."""
+    return gcs_root / uri.removeprefix("gs://") if uri.startswith("gs://") else Path(uri)
 
 
 def find_run(ref: str, runs_dir: Path) -> ResumedRun:

@@ -20,9 +20,9 @@ from typing import Any
 
 from vertexdist.backends.base import NO_OPTIONS, JobStatus, LogQuery, LogsPage, SubmitOptions
 from vertexdist.backends.local.logs import LocalLogs
-from vertexdist.backends.local.prepare import LocalOptions, make_run_dir, new_job_id
-from vertexdist.backends.local.resume import ResumedRun, find_run, link_gcs_root
-from vertexdist.backends.local.trials import LocalTrialLauncher
+from vertexdist.backends.local.prepare import LocalOptions, prepare_run
+from vertexdist.backends.local.resume import local_path
+from vertexdist.backends.local.trials import LocalTrialLauncher, trial_default_output_uri
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
@@ -50,11 +50,6 @@ class LocalTuningRequest:
     cache_dir: Path
 
 
-def local_path(uri: str, gcs_root: Path) -> Path:
-    """Where `gs://B/p` lives for a local run (VERTEXDIST_GCS_ROOT), or `uri` itself if it is a path."""
-    return gcs_root / uri.removeprefix("gs://") if uri.startswith("gs://") else Path(uri)
-
-
 def prepare_tuning_request(
     t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
 ) -> LocalTuningRequest:
@@ -65,42 +60,30 @@ def prepare_tuning_request(
         raise UsageError(
             "--docker does not run tuning templates yet", hint="drop --docker: the trials run on the host"
         )
-    resumed: ResumedRun | None = None
-    if resume_from is not None:
-        resumed = find_run(resume_from, options.runs_dir)
-    job_id = new_job_id()
-    run_dir = (options.out or options.runs_dir / job_id).resolve()
-    if scratch is None:
-        make_run_dir(run_dir)
-        if resumed is not None:
-            link_gcs_root(run_dir, resumed)
-    sdist = build_sdist(t.trainer, scratch or run_dir / "package")
+    run = prepare_run(t, options, scratch=scratch, resume_from=resume_from)
+    sdist = build_sdist(t.trainer, scratch or run.run_dir / "package")
     uri = package_uri(t.staging_bucket, sdist)
-    rendered = render_tuning_request(t, package_uri=uri, resume_from=resumed.output_uri if resumed else None)
-    request = with_job_folder(rendered, job_id)
+    rendered = render_tuning_request(t, package_uri=uri, resume_from=run.resume_uri)
+    request = with_job_folder(rendered, run.job_id)
     job = parse_tuning_job(normalize_tuning_job(request["hyperparameterTuningJob"]))
-    ctx = JobContext(
-        job_id=job_id,
-        project=t.project,
-        region=t.location,
-        gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
-        procs_per_replica=options.procs_per_replica,
-    )
     return LocalTuningRequest(
-        job_id=job_id,
+        job_id=run.job_id,
         display_name=t.display_name,
-        run_dir=run_dir,
+        run_dir=run.run_dir,
         request=request,
         job=job,
-        ctx=ctx,
+        ctx=run.ctx,
         sdists={uri: sdist.path},
         cache_dir=options.package_cache.resolve(),
     )
 
 
 def model_dir(request: LocalTuningRequest, trial_id: str) -> Path | None:
-    """The local folder of a trial's AIP_MODEL_DIR (None when the job names no output folder)."""
-    uri = trial_output_uri(request.job.trial_job_spec, trial_id)
+    """The local folder of a trial's AIP_MODEL_DIR: under the job's output folder, or the run's default one
+    when the job names none (`trials.trial_context`)."""
+    uri = trial_output_uri(request.job.trial_job_spec, trial_id) or trial_default_output_uri(
+        request.ctx, trial_id
+    )
     return local_path(f"{uri}/model", Path(request.ctx.gcs_root)) if uri else None
 
 
