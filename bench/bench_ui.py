@@ -34,10 +34,9 @@ ROUNDS = 5
 
 
 def make_runs(root: Path) -> Path:
-    from vertexdist.backends.local import LocalBackend
+    from vertexdist.backends.local import LocalBackend, LocalOptions
     from vertexdist.local.environment import JobContext
     from vertexdist.local.request import build_request
-    from vertexdist.local.template_job import LocalOptions
     from vertexdist.wire.job_spec import parse_job_spec
 
     runs = root / "runs"

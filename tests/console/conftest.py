@@ -33,9 +33,9 @@ def command_pool(code: str, replicas: int = 1, machine: str = "n1-standard-4") -
 def run_local_job(runs: Path, pools: list[dict[str, Any]], name: str, *, wait: bool = True) -> str:
     """A local job of `pools` started through the local backend, as local-run starts one; its id."""
     from vertexdist.backends.local import LocalBackend
+    from vertexdist.backends.local.prepare import LocalOptions, new_job_id
     from vertexdist.local.environment import JobContext
     from vertexdist.local.request import build_request
-    from vertexdist.local.template_job import LocalOptions, new_job_id
     from vertexdist.wire.job_spec import parse_job_spec
 
     job_id = new_job_id()
@@ -85,8 +85,7 @@ def tuning_template(folder: Path, *, trials: int = 3, name: str = "tune-console"
 
 def run_local_tuning(runs: Path, template: Path) -> str:
     """The template's tuning run under `runs`, to its end, through the local tuning backend; its id."""
-    from vertexdist.backends.local import LocalBackend
-    from vertexdist.local.template_job import LocalOptions
+    from vertexdist.backends.local import LocalBackend, LocalOptions
     from vertexdist.spec.loader import load_template
 
     backend = LocalBackend(LocalOptions(runs_dir=runs, package_cache=runs.parent / "packages"), seed=3)

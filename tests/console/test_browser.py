@@ -95,12 +95,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, kit: Any) -> Iterator[dict[s
     from google.cloud.aiplatform_v1 import JobServiceClient, types
 
     from vertexdist.backends.config import Target
-    from vertexdist.backends.local import LocalBackend
+    from vertexdist.backends.local import LocalBackend, LocalOptions
     from vertexdist.backends.vertex import VertexBackend
     from vertexdist.console.app import build_app
     from vertexdist.console.jobs import Console
     from vertexdist.emulator import Emulator
-    from vertexdist.local.template_job import LocalOptions
     from vertexdist.spec.loader import load_template
 
     root = tmp_path_factory.mktemp("console-browser")

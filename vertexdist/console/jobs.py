@@ -33,7 +33,7 @@ from vertexdist.wire.timestamps import parse_ns
 
 if TYPE_CHECKING:
     from vertexdist.backends.local import LocalBackend
-    from vertexdist.backends.local_tuning import LocalTuningBackend
+    from vertexdist.backends.local.tuning import LocalTuningBackend
     from vertexdist.backends.vertex import VertexBackend
 
 KEEP_ROWS = 100_000  # rows of finished local jobs kept between list pages (see `_kept`)
@@ -162,7 +162,7 @@ class Console:
         clock: Callable[[], float] = time.time,
     ) -> None:
         from vertexdist.backends import create_backend
-        from vertexdist.local.template_job import LocalOptions
+        from vertexdist.backends.local import LocalOptions
 
         self.runs_dir = Path(runs_dir)
         self.local = cast("LocalBackend", create_backend("local", LocalOptions(runs_dir=self.runs_dir)))
@@ -278,7 +278,7 @@ class Console:
         """A backend call, its errors as NotFound (no such job) or Unavailable (no answer)."""
         from vertexdist.backends.errors import ApiCallError
         from vertexdist.backends.local import UnknownLocalJob
-        from vertexdist.backends.local_tuning import UnknownTuningRun
+        from vertexdist.backends.local.tuning import UnknownTuningRun
 
         try:
             return what()

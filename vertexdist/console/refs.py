@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vertexdist.local.template_job import is_job_id
+from vertexdist.backends.local.prepare import is_job_id
 
 COLLECTIONS = ("trainingPipelines", "customJobs", "hyperparameterTuningJobs")
 _NUMERIC = re.compile(r"[0-9]{1,24}")

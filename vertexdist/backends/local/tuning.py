@@ -7,10 +7,10 @@ run. The run folder keeps `request.json` (the body, secrets masked), `trials/<id
 folder: logs, replicas, its cloudml-hypertune files), `gcs/` (gs:// paths: each trial's model is under
 `<base output>/<job id>/<trial id>/model/`, the job's own folder as for every job) and, once done,
 `summary.json` with every trial and the best one; all for the user only (0600 files, 0700 folders).
-`--resume-from RUN` continues an earlier run's folder (`vertexdist.local.resume`). While the study runs,
-`progress.json` holds the same as the summary will, rewritten whenever a trial changes, so another process
-(`vertexdist ui`) reads the trials as they go: `describe`, `tuning`, `names` and `trial_jobs` read a run
-folder, each trial's own job through a `LocalBackend` over `trials/`.
+`--resume-from RUN` continues an earlier run's folder (`vertexdist.backends.local.resume`). While the study
+runs, `progress.json` holds the same as the summary will, rewritten whenever a trial changes, so another
+process (`vertexdist ui`) reads the trials as they go: `describe`, `tuning`, `names` and `trial_jobs` read a
+run folder, each trial's own job through a `LocalBackend` over `trials/`.
 """
 
 from __future__ import annotations
@@ -32,17 +32,17 @@ from vertexdist.backends.base import (
     SubmitOptions,
     TuningStatus,
 )
-from vertexdist.backends.local_logs import LocalLogs
+from vertexdist.backends.local.logs import LocalLogs
+from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_run
+from vertexdist.backends.local.resume import local_path
+from vertexdist.backends.local.trials import LocalTrialLauncher, trial_default_output_uri
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
-from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
-from vertexdist.local.template_job import LocalOptions, job_id_time, make_run_dir, new_job_id
 from vertexdist.private_files import write_private_json
 from vertexdist.render import mask_secrets, with_job_folder
 from vertexdist.spec.models import JobTemplate
 from vertexdist.tuning.driver import TuningRun
-from vertexdist.tuning.local_launcher import LocalTrialLauncher
 from vertexdist.tuning.study import Study
 from vertexdist.tuning.trials import trial_output_uri
 from vertexdist.wire.study import (
@@ -57,7 +57,7 @@ from vertexdist.wire.timestamps import format_ns
 from vertexdist.wire.trials import trial_from_json, trial_to_json
 
 if TYPE_CHECKING:
-    from vertexdist.backends.local import LocalBackend
+    from vertexdist.backends.local.backend import LocalBackend
 
 SUMMARY = "summary.json"
 PROGRESS = "progress.json"
@@ -88,11 +88,6 @@ class LocalTuningRequest:
     cache_dir: Path
 
 
-def local_path(uri: str, gcs_root: Path) -> Path:
-    """Where `gs://B/p` lives for a local run (VERTEXDIST_GCS_ROOT), or `uri` itself if it is a path."""
-    return gcs_root / uri.removeprefix("gs://") if uri.startswith("gs://") else Path(uri)
-
-
 def prepare_tuning_request(
     t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
 ) -> LocalTuningRequest:
@@ -103,42 +98,30 @@ def prepare_tuning_request(
         raise UsageError(
             "--docker does not run tuning templates yet", hint="drop --docker: the trials run on the host"
         )
-    resumed: ResumedRun | None = None
-    if resume_from is not None:
-        resumed = find_run(resume_from, options.runs_dir)
-    job_id = new_job_id()
-    run_dir = (options.out or options.runs_dir / job_id).resolve()
-    if scratch is None:
-        make_run_dir(run_dir)
-        if resumed is not None:
-            link_gcs_root(run_dir, resumed)
-    sdist = build_sdist(t.trainer, scratch or run_dir / "package")
+    run = prepare_run(t, options, scratch=scratch, resume_from=resume_from)
+    sdist = build_sdist(t.trainer, scratch or run.run_dir / "package")
     uri = package_uri(t.staging_bucket, sdist)
-    rendered = render_tuning_request(t, package_uri=uri, resume_from=resumed.output_uri if resumed else None)
-    request = with_job_folder(rendered, job_id)
+    rendered = render_tuning_request(t, package_uri=uri, resume_from=run.resume_uri)
+    request = with_job_folder(rendered, run.job_id)
     job = parse_tuning_job(normalize_tuning_job(request["hyperparameterTuningJob"]))
-    ctx = JobContext(
-        job_id=job_id,
-        project=t.project,
-        region=t.location,
-        gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
-        procs_per_replica=options.procs_per_replica,
-    )
     return LocalTuningRequest(
-        job_id=job_id,
+        job_id=run.job_id,
         display_name=t.display_name,
-        run_dir=run_dir,
+        run_dir=run.run_dir,
         request=request,
         job=job,
-        ctx=ctx,
+        ctx=run.ctx,
         sdists={uri: sdist.path},
         cache_dir=options.package_cache.resolve(),
     )
 
 
 def model_dir(request: LocalTuningRequest, trial_id: str) -> Path | None:
-    """The local folder of a trial's AIP_MODEL_DIR (None when the job names no output folder)."""
-    uri = trial_output_uri(request.job.trial_job_spec, trial_id)
+    """The local folder of a trial's AIP_MODEL_DIR: under the job's output folder, or the run's default one
+    when the job names none (`trials.trial_context`)."""
+    uri = trial_output_uri(request.job.trial_job_spec, trial_id) or trial_default_output_uri(
+        request.ctx, trial_id
+    )
     return local_path(f"{uri}/model", Path(request.ctx.gcs_root)) if uri else None
 
 
@@ -343,13 +326,13 @@ class LocalTuningBackend:
 
     def names(self) -> list[str]:
         """Ids of the tuning runs under the runs folder (those with a request.json), newest first."""
-        from vertexdist.backends.local import run_folders
+        from vertexdist.backends.local.backend import run_folders
 
         return run_folders(self.options.runs_dir, REQUEST)
 
     def version(self, name: str) -> tuple[int, ...]:
         """What changes whenever `tuning(name)` would: a view may keep what it made of the run meanwhile."""
-        from vertexdist.backends.local import _stamp
+        from vertexdist.backends.local.backend import _stamp
 
         return _stamp(self.options.runs_dir / name, (SUMMARY, PROGRESS))
 
@@ -363,7 +346,7 @@ class LocalTuningBackend:
 
     def trial_jobs(self, name: str) -> LocalBackend:
         """The run's trials as local jobs (a trial's id names its job): replicas, logs, outputs."""
-        from vertexdist.backends.local import LocalBackend
+        from vertexdist.backends.local.backend import LocalBackend
 
         return LocalBackend(LocalOptions(runs_dir=self.run_dir(name) / "trials"))
 

@@ -4,7 +4,7 @@
 launch plan (what `local-run --plan` prints); `schedule(request)` runs exactly that plan and returns the
 job id. `describe`, `list`, `cancel` and `logs` address a job by that id: one started here, or the run
 folder an earlier `local-run` left (its `summary.json`). A tuning template's request is a
-`LocalTuningRequest`, run (and described, listed, cancelled, read) by `backends.local_tuning`: its trials
+`LocalTuningRequest`, run (and described, listed, cancelled, read) by `backends.local.tuning`: its trials
 are local jobs of their own. Each run folder keeps `job.json` (the CustomJobSpec), `plan.json`,
 `summary.json`, `logs/` and the replicas' working folders, all for the user only (files 0600, folders
 0700). `job.json` and `plan.json` mask secret-looking env values as every printout does: nothing reads the
@@ -31,21 +31,21 @@ from vertexdist.backends.base import (
     StateChange,
     SubmitOptions,
 )
-from vertexdist.backends.local_logs import LocalLogs
+from vertexdist.backends.local.logs import LocalLogs
+from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_request
+from vertexdist.backends.local.resume import local_path
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import VertexdistError
 from vertexdist.local.events import EVENTS, RecordedEvent, read_events
 from vertexdist.local.request import LocalRequest
-from vertexdist.local.resume import local_path
 from vertexdist.local.runner import LocalJob
-from vertexdist.local.template_job import LocalOptions, job_id_time, prepare_request
 from vertexdist.private_files import make_private_dir, write_private_json
 from vertexdist.render import mask_secrets, secret_values
 from vertexdist.spec.models import JobTemplate
 from vertexdist.wire.timestamps import format_ns
 
 if TYPE_CHECKING:
-    from vertexdist.backends.local_tuning import LocalTuningBackend, LocalTuningRequest
+    from vertexdist.backends.local.tuning import LocalTuningBackend, LocalTuningRequest
 
 SUMMARY = "summary.json"
 RUN = "run.json"  # what the job is called and where it would run on Vertex, written when it starts
@@ -195,7 +195,7 @@ class LocalBackend:
     def tuning(self) -> LocalTuningBackend:
         """The part that runs tuning templates (`seed` fixes their random and bayesian suggestions)."""
         if self._tuning_backend is None:
-            from vertexdist.backends.local_tuning import LocalTuningBackend
+            from vertexdist.backends.local.tuning import LocalTuningBackend
 
             self._tuning_backend = LocalTuningBackend(
                 self.options, grace_s=self._grace_s, timeout_s=self._timeout_s, seed=self._seed
