@@ -90,7 +90,8 @@ WALLS: dict[str, tuple[str, ...]] = {
         "vertexdist.cli",
     ),
     "vertexdist/backends/vertex/": ("vertexdist.backends.local", "vertexdist.local", "vertexdist.emulator"),
-    "vertexdist/backends/local.py": ("vertexdist.backends.vertex", "vertexdist.emulator"),
+    # The local backend (its run folders, template jobs and tuning trials) runs on the local runtime.
+    "vertexdist/backends/local/": ("vertexdist.backends.vertex", "vertexdist.emulator", "vertexdist.cli"),
     # The local runtime knows no backend (but the interface's types, below), no emulator and no CLI.
     "vertexdist/local/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli", "vertexdist.jobs"),
     # The CLI is flags and printing: it reaches the backends' parts through the service (vertexdist.jobs).
@@ -105,6 +106,14 @@ WALLS: dict[str, tuple[str, ...]] = {
     ),
     "vertexdist/emulator/": ("vertexdist.backends.vertex", "vertexdist.backends.local", "vertexdist.cli"),
     "trainer_pkg/": ("vertexdist",),
+    # The console reads jobs through the backends only: no second reader of run folders or the emulator.
+    "vertexdist/console/": (
+        "vertexdist.local.events",
+        "vertexdist.local.log_records",
+        "vertexdist.local.runner",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+    ),
     # Shipped with every job and run where vertexdist is not installed.
     "vertexdist/shipped/": ("vertexdist",),
     "vertexdist/render_tuning.py": (
@@ -114,14 +123,15 @@ WALLS: dict[str, tuple[str, ...]] = {
         "vertexdist.cli",
         "vertexdist.tuning",
     ),
-    "vertexdist/backends/local_tuning.py": ("vertexdist.backends.vertex", "vertexdist.emulator"),
-    # The tuning study is shared by local-run and the emulator: it knows neither, nor any backend; its pure
-    # parts (all but the loop and the local launcher) do not start processes either.
-    "vertexdist/tuning/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli"),
-    **{
-        f"vertexdist/tuning/{pure}.py": ("vertexdist.local", "vertexdist.backends", "vertexdist.emulator")
-        for pure in ("space", "search", "stopping", "hypertune", "study", "trials", "driver")
-    },
+    # The tuning study is shared by local-run and the emulator: it knows neither, nor any backend, nor the
+    # local runtime (trials run as local jobs through backends/local/trials.py, as CustomJobs in the
+    # emulator).
+    "vertexdist/tuning/": (
+        "vertexdist.backends",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+        "vertexdist.local",
+    ),
 }
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from vertexdist.backends import create_backend
 from vertexdist.backends.base import LogQuery
-from vertexdist.local.template_job import LocalOptions
+from vertexdist.backends.local.prepare import LocalOptions
 
 from .conftest import pid_alive
 

@@ -15,8 +15,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from vertexdist.errors import VertexdistError
+from vertexdist.wire.gcs_uri import local_gs_path, parse_gs_uri
 
 READ_BYTES = 1 << 20
+# AIP_TENSORBOARD_LOG_DIR is `<output folder>/logs/` on Vertex and here (`local.environment.output_dirs`).
+TENSORBOARD_FOLDER = "logs"
 
 
 class NoOutputs(VertexdistError):
@@ -67,14 +70,6 @@ def require_output_uri(name: str, spec: Mapping[str, Any]) -> str:
     return uri
 
 
-def split_gs_uri(uri: str) -> tuple[str, str]:
-    """`gs://bucket/some/prefix` -> ("bucket", "some/prefix")."""
-    if not uri.startswith("gs://") or not uri[5:].split("/", 1)[0]:
-        raise NoOutputs(f"the output folder {uri!r} is not a gs://BUCKET/PATH URI")
-    bucket, _, prefix = uri[5:].partition("/")
-    return bucket, prefix.strip("/")
-
-
 def safe_relative(path: str) -> PurePosixPath:
     """An object's path under the output folder, refused if it would land outside the download folder."""
     relative = PurePosixPath(path)
@@ -97,9 +92,9 @@ class FolderOutputs:
     """A local job's outputs: `gs://B/p` is `<gcs root>/B/p` on this machine (what its replicas wrote)."""
 
     def __init__(self, uri: str, gcs_root: Path) -> None:
-        bucket, prefix = split_gs_uri(uri)
         self.uri = uri
-        self.folder = Path(gcs_root, bucket, *PurePosixPath(prefix).parts)
+        parse_gs_uri(uri, what="the output folder")
+        self.folder = local_gs_path(uri.rstrip("/"), gcs_root)
 
     def files(self) -> list[OutputFile]:
         found = []
@@ -132,3 +127,22 @@ class FolderOutputs:
 
     def call(self, what: str, fetch: Callable[[], Any]) -> Any:
         return fetch()
+
+
+def is_event_file(path: str) -> bool:
+    """A TensorBoard event file (`events.out.tfevents.<time>.<host>...`), by its name."""
+    return ".tfevents." in path.rsplit("/", 1)[-1]
+
+
+def tensorboard_folder(source: OutputSource, cache: Path) -> Path:
+    """A folder on this machine with the job's TensorBoard event files (each run a subfolder): a local
+    job's own, else a copy under `cache`, brought up to date (only files that changed are fetched)."""
+    if isinstance(source, FolderOutputs):
+        return source.folder / TENSORBOARD_FOLDER
+    from vertexdist.backends.download import download
+
+    prefix = f"{TENSORBOARD_FOLDER}/"
+    download(
+        source, [f for f in source.files() if f.path.startswith(prefix) and is_event_file(f.path)], cache
+    )
+    return cache / TENSORBOARD_FOLDER

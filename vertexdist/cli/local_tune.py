@@ -1,7 +1,7 @@
 """`vertexdist local-run TEMPLATE` for a template with a `tuning:` section: its trials on this machine.
 
 Flags and printing only: `jobs.local_run` starts the study through the local backend
-(`backends.local_tuning`, the emulator's own loop); this shows the trials as they go and ends with the best
+(`backends.local.tuning`, the emulator's own loop); this shows the trials as they go and ends with the best
 trial, its parameters and its model folder. SIGINT/SIGTERM cancel the job: every trial is stopped and
 waited for before local-run exits.
 """

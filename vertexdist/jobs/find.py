@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from vertexdist.backends import create_backend
 from vertexdist.errors import UsageError
+from vertexdist.wire.gcs_uri import GsUriError, is_gs_uri, parse_gs_uri
 
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
@@ -92,7 +93,7 @@ RUN_FOLDER_FILES = ("job.json", "request.json")
 def local_job(ref: str) -> tuple[LocalBackend, str] | None:
     """A local-run job: its id (a folder under .vertexdist/runs) or its run folder; None for other refs."""
     from vertexdist.backends.local import UnknownLocalJob
-    from vertexdist.local.template_job import RUNS_DIR, LocalOptions, is_job_id
+    from vertexdist.backends.local.prepare import RUNS_DIR, LocalOptions, is_job_id
 
     folder = Path(ref)
     if is_job_id(ref.strip()) and not folder.exists():
@@ -124,11 +125,14 @@ def resume_output_dir(
     job: str, *, project: str | None, location: str | None, endpoint: str | None, transport: str | None
 ) -> str:
     """The earlier job's output folder; UsageError when it names none."""
-    if job.startswith("gs://"):
-        folder = job.rstrip("/")
-        if not folder.removeprefix("gs://"):
-            raise UsageError(f"--resume-from {job!r} names no bucket", hint="use gs://BUCKET/FOLDER")
-        return folder
+    if is_gs_uri(job):
+        try:
+            parse_gs_uri(job)
+        except GsUriError:
+            raise UsageError(
+                f"--resume-from {job!r} names no bucket", hint="use gs://BUCKET/FOLDER"
+            ) from None
+        return job.rstrip("/")
     from vertexdist.backends.config import check_job_ref
 
     try:

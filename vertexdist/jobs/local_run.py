@@ -60,7 +60,7 @@ def _template(request: LocalRunRequest, env: Mapping[str, str] = os.environ) -> 
 
 
 def local_backend(request: LocalRunRequest) -> LocalBackend:
-    from vertexdist.local.template_job import LocalOptions
+    from vertexdist.backends.local.prepare import LocalOptions
 
     options = LocalOptions(
         runs_dir=request.runs_dir,
@@ -77,7 +77,7 @@ def local_backend(request: LocalRunRequest) -> LocalBackend:
 def plan_local(request: LocalRunRequest) -> dict[str, Any]:
     """What would run, started and left nowhere: the launch plan (secrets masked; `timeout_s` set), or for a
     tuning template the CreateHyperparameterTuningJob body (secrets masked)."""
-    from vertexdist.backends.local_tuning import LocalTuningRequest
+    from vertexdist.backends.local.tuning import LocalTuningRequest
     from vertexdist.render import mask_secrets
 
     backend = local_backend(request)
@@ -241,14 +241,14 @@ class LocalTuningRun:
     def summary(self) -> dict[str, Any]:
         import json
 
-        from vertexdist.backends.local_tuning import SUMMARY
+        from vertexdist.backends.local.tuning import SUMMARY
 
         return dict(json.loads((self.run_dir / SUMMARY).read_text()))
 
 
 def start_local_tuning(request: LocalRunRequest) -> LocalTuningRun:
     """Package the tuning template and start its study; the trials run as local jobs."""
-    from vertexdist.backends.local_tuning import LocalTuningRequest
+    from vertexdist.backends.local.tuning import LocalTuningRequest
 
     backend = local_backend(request)
     options = SubmitOptions(resume_from=request.resume_from)

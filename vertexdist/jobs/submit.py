@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from vertexdist.backends.base import JobStatus, LogChunk, ProgressFn, SubmitOptions
 from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.jobs.find import resume_output_dir, vertex_backend
+from vertexdist.wire.gcs_uri import is_gs_uri
 
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
@@ -251,7 +252,7 @@ def open_submission(
     where = request.where
     emulator = request.emulator
     if emulator is not None:
-        from vertexdist.local.template_job import check_procs_per_replica
+        from vertexdist.backends.local.prepare import check_procs_per_replica
 
         check_procs_per_replica(template, emulator.procs_per_replica)
         if template.build is not None:
@@ -259,7 +260,7 @@ def open_submission(
             hooks.notice("emulator: `build` ignored; the trainer runs as a Python package")
             template = template.model_copy(update={"build": None})
     resume = request.resume_from
-    needs_emulator = not dry_run or (resume is not None and not resume.startswith("gs://"))
+    needs_emulator = not dry_run or (resume is not None and not is_gs_uri(resume))
     with ExitStack() as stack:
         if emulator is not None and needs_emulator:
             from vertexdist.emulator import Emulator
