@@ -328,6 +328,16 @@ class Console:
             return self._call(lambda: backend.replicas(name))
         return self._call(lambda: self._remote().replicas(self._remote_name(ref)))
 
+    def timeline(self, ref: JobRef) -> list[StateChange]:
+        """The job's state changes (a tuning job's: its trials' starts and ends)."""
+        tuning = self.tuning(ref)
+        if tuning is not None:
+            return tuning.timeline()
+        if ref.source == "local":
+            backend, name = self._local_job(ref)
+            return self._call(lambda: backend.timeline(name))
+        return self._call(lambda: self._remote().timeline(self._remote_name(ref)))
+
     def page(self, ref: JobRef) -> JobPage:
         now = self.clock()
         tuning = self.tuning(ref)
