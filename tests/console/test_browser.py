@@ -245,6 +245,7 @@ def test_log_lines_appear_while_the_job_runs(
     page.wait_for_selector("#logs .line:has-text('second line from the live job')", timeout=30_000)
     state_is(page, "SUCCEEDED")
     assert page.evaluate("() => window.stillTheSamePage") is True  # no reload: the lines came live
+    page.wait_for_selector("#timeline li:has-text('exit code 0')", timeout=15_000)  # the timeline too
     row = page.locator('#replicas tr[data-replica="workerpool0-0"]')
     _wait(lambda: row.locator(".exit").inner_text() == "0", 15, "the replica's exit code")
 

@@ -296,8 +296,12 @@ def build_app(
                     return
                 data = _status_data(found.state, found.error, replicas)
                 if data != last_status:
-                    yield _sse("status", data)
                     last_status = data
+                    try:
+                        steps = await run_in_threadpool(console.timeline, ref)
+                    except (NotFound, Unavailable):
+                        steps = []
+                    yield _sse("status", {**data, "timeline": [_step_json(step) for step in steps]})
                 if found.state in TERMINAL_STATES:
                     # One more read: lines written as the job ended.
                     page = await run_in_threadpool(console.logs, ref, cursor, query)
@@ -376,6 +380,16 @@ def _status_data(state: str, error: str | None, replicas: Sequence[Any]) -> dict
             {"name": r.name, "state": r.state, "exit_code": r.exit_code, "attempt": r.attempt}
             for r in replicas
         ],
+    }
+
+
+def _step_json(step: Any) -> dict[str, Any]:
+    return {
+        "time": stamp(step.time),
+        "state": step.state,
+        "replica": step.replica,
+        "exit_code": step.exit_code,
+        "message": step.message,
     }
 
 

@@ -10,6 +10,7 @@ registered until that feature lands, and no page shows attempts it was not given
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
@@ -328,6 +329,16 @@ class Console:
             return self._call(lambda: backend.replicas(name))
         return self._call(lambda: self._remote().replicas(self._remote_name(ref)))
 
+    def timeline(self, ref: JobRef) -> list[StateChange]:
+        """The job's state changes (a tuning job's: its trials' starts and ends)."""
+        tuning = self.tuning(ref)
+        if tuning is not None:
+            return tuning.timeline()
+        if ref.source == "local":
+            backend, name = self._local_job(ref)
+            return self._call(lambda: backend.timeline(name))
+        return self._call(lambda: self._remote().timeline(self._remote_name(ref)))
+
     def page(self, ref: JobRef) -> JobPage:
         now = self.clock()
         tuning = self.tuning(ref)
@@ -354,7 +365,7 @@ class Console:
         for source in self.attempt_sources:
             attempts = source.attempts(ref, status)
             if attempts is not None:
-                row = JobRow(**{**row.__dict__, "kind": KIND_MANAGED})
+                row = dataclasses.replace(row, kind=KIND_MANAGED)
                 break
         return JobPage(
             row=row,

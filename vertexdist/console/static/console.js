@@ -30,6 +30,7 @@
       error.hidden = !data.error;
     }
     job.dataset.done = data.done ? "true" : "false";
+    showTimeline(data.timeline);
     const table = document.getElementById("replicas");
     if (!table) return;
     for (const r of data.replicas) {
@@ -39,6 +40,22 @@
       row.querySelector(".exit").textContent = r.exit_code === null ? "—" : String(r.exit_code);
       row.lastElementChild.textContent = String(r.attempt);
     }
+  }
+
+  function showTimeline(steps) {
+    const list = document.getElementById("timeline");
+    if (!list || !steps || !steps.length) return;
+    list.replaceChildren(...steps.map((step) => {
+      const item = el("li");
+      item.append(el("time", {}, step.time), " ");
+      if (step.replica) item.append(el("span", { class: "who" }, step.replica), " ");
+      const badge = el("span");
+      stateBadge(badge, step.state);
+      item.append(badge);
+      if (step.exit_code !== null) item.append(" exit code " + step.exit_code);
+      if (step.message) item.append(" ", el("span", { class: "msg" }, step.message));
+      return item;
+    }));
   }
 
   // --- logs -------------------------------------------------------------------------------------
