@@ -38,6 +38,7 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
 
 SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
@@ -505,6 +506,13 @@ class JobTemplate(_Strict):
     tuning: TuningSpec | None = Field(
         default=None,
         description="Make it a hyperparameter tuning job: the job runs once per trial, with its values.",
+    )
+    recovery: RecoverySpec | None = Field(
+        default=None,
+        description=(
+            "What `submit --managed` does when an attempt is preempted, stocked out, refused for quota or"
+            " fails: how many new attempts, and the fallback places to try."
+        ),
     )
 
     _source_path: Path | None = PrivateAttr(default=None)
