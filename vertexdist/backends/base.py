@@ -100,6 +100,18 @@ class JobResult:
     elapsed_s: float
 
 
+# The project of a job where no Google Cloud project is needed (a local run, an emulator) and none is named:
+# such a job needs a name, not a project.
+LOCAL_PROJECT = "vertexdist-local"
+
+
+def with_project(template: JobTemplate) -> JobTemplate:
+    """The template with a project: its own, else LOCAL_PROJECT (for a job that runs here)."""
+    if template.project is not None:
+        return template
+    return template.model_copy(update={"project": LOCAL_PROJECT})
+
+
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "PAUSED", "EXPIRED"})
 
 

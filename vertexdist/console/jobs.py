@@ -10,6 +10,7 @@ registered until that feature lands, and no page shows attempts it was not given
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
@@ -364,7 +365,7 @@ class Console:
         for source in self.attempt_sources:
             attempts = source.attempts(ref, status)
             if attempts is not None:
-                row = JobRow(**{**row.__dict__, "kind": KIND_MANAGED})
+                row = dataclasses.replace(row, kind=KIND_MANAGED)
                 break
         return JobPage(
             row=row,

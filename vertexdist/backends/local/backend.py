@@ -30,12 +30,13 @@ from vertexdist.backends.base import (
     ReplicaInfo,
     StateChange,
     SubmitOptions,
+    TuningStatus,
 )
 from vertexdist.backends.local.logs import LocalLogs
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_request
 from vertexdist.backends.local.resume import local_path
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
-from vertexdist.errors import VertexdistError
+from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.local.events import EVENTS, RecordedEvent, read_events
 from vertexdist.local.request import LocalRequest
 from vertexdist.local.runner import LocalJob
@@ -437,6 +438,15 @@ class LocalBackend:
             return
         self.job(name).cancel()
 
+    def tuning_status(self, name: str) -> TuningStatus:
+        """A tuning run's status, study and trials (what `vertexdist trials` shows)."""
+        if not self._is_tuning(name):
+            raise UsageError(
+                f"{name} is not a tuning job: it has no trials",
+                hint=f"its state: vertexdist status {name}",
+            )
+        return self.tuning.tuning(name)
+
     def outputs(self, name: str) -> FolderOutputs:
         """The job's output folder in its run folder (`gcs/` holds what its replicas wrote to gs://)."""
         if self._is_tuning(name):
@@ -447,6 +457,8 @@ class LocalBackend:
         """The job's replica log lines after `cursor` in time order (stdout INFO, stderr ERROR)."""
         if self._is_tuning(name):
             return self.tuning.logs(name, cursor, query)
+        if query is not None and query.trial is not None:
+            raise UsageError(f"{name} is not a tuning job: it has no trials", hint="drop --trial")
         with self._lock:
             found = self._jobs.get(name)
         if found is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vertexdist.backends.base import LOCAL_PROJECT, with_project
 from vertexdist.backends.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
@@ -143,7 +144,7 @@ def prepare_run(
     run_dir = (options.out or options.runs_dir / job_id).resolve()
     ctx = JobContext(
         job_id=job_id,
-        project=t.project,
+        project=t.project or LOCAL_PROJECT,
         region=t.location,
         gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
         procs_per_replica=options.procs_per_replica,
@@ -164,6 +165,7 @@ def prepare_request(
     `resume_from` names an earlier run (id or folder) whose output folder this run continues."""
     from vertexdist.render import render_job_spec
 
+    t = with_project(t)
     if options.docker:
         require_docker(t, need_daemon=scratch is None)
     run = prepare_run(t, options, scratch=scratch, resume_from=resume_from)

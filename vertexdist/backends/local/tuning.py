@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertexdist.backends.base import (
+    with_project,
     NO_OPTIONS,
     TERMINAL_STATES,
     JobStatus,
@@ -98,6 +99,7 @@ def prepare_tuning_request(
         raise UsageError(
             "--docker does not run tuning templates yet", hint="drop --docker: the trials run on the host"
         )
+    t = with_project(t)
     run = prepare_run(t, options, scratch=scratch, resume_from=resume_from)
     sdist = build_sdist(t.trainer, scratch or run.run_dir / "package")
     uri = package_uri(t.staging_bucket, sdist)
@@ -370,6 +372,12 @@ class LocalTuningBackend:
         """The trials' replica log lines after `cursor` in time order, each named `<trial>/<replica>`."""
         query = query or LogQuery()
         found = self._started(name)
+        if query.trial is not None and cursor is None and query.trial not in trial_ids(self.run_dir(name)):
+            known = ", ".join(trial_ids(self.run_dir(name))) or "none yet"
+            raise UsageError(
+                f"{name} has no trial {query.trial}; its trials: {known}",
+                hint=f"its trials and their states: vertexdist trials {name}",
+            )
         trials = self.run_dir(name) / "trials"
         files: dict[str, Path] = {}
         if trials.is_dir():
@@ -386,6 +394,13 @@ class LocalTuningBackend:
     def outputs(self, name: str) -> FolderOutputs:
         """The job's output folder (each trial's under it) in its run folder's gs:// namespace."""
         return FolderOutputs(require_output_uri(name, self.describe(name).spec), self.run_dir(name) / "gcs")
+
+
+def trial_ids(run_dir: Path) -> list[str]:
+    """The ids of a tuning run's trials so far (each has a folder under the run folder's `trials/`)."""
+    trials = run_dir / "trials"
+    found = [p.name for p in trials.iterdir() if p.is_dir()] if trials.is_dir() else []
+    return sorted(found, key=lambda t: (len(t), t))
 
 
 def _trial_spec(body: dict[str, Any]) -> dict[str, Any]:

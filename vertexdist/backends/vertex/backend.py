@@ -161,6 +161,15 @@ class VertexBackend:
         """A tuning job's status with its study and its trials (what `vertexdist trials` shows)."""
         return tuning_status_of(self._tuning_job(name), self.target)
 
+    def tuning_status(self, name: str) -> TuningStatus:
+        """`tuning`, by the name every backend gives it (a local one's `tuning` is its tuning part)."""
+        if "/hyperparameterTuningJobs/" not in name:
+            raise UsageError(
+                f"{name} is not a hyperparameter tuning job",
+                hint="pass the name submit printed for a template with a `tuning:` section",
+            )
+        return self.tuning(name)
+
     def replicas(self, name: str) -> list[ReplicaInfo]:
         """The job's replicas from its spec, each in the job's state (Vertex reports none per replica)."""
         return replicas_of(self.describe(name))
