@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv test lint typecheck unit demo bench clean
+.PHONY: venv test lint typecheck unit docs demo bench clean
 
 venv: $(STAMP)
 
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch is pinned for development: a CPU wheel of it is available locally, an unpinned one pulls GBs.
 	$(PY) -m pip install -q "torch==2.13.0" numpy
-	$(PY) -m pip install -q -e ".[dev,local,emulator,build,ray,strategies]"
+	$(PY) -m pip install -q -e ".[dev,local,emulator,build,ray,docs,strategies]"
 	touch $(STAMP)
 
 lint: venv
@@ -26,7 +26,11 @@ typecheck: venv
 unit: venv
 	NO_GCE_CHECK=true $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
-test: lint typecheck unit
+# The docs site (mkdocs.yml, docs/): strict, so a broken link, anchor or nav entry fails; built into site/.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+
+test: lint typecheck docs unit
 
 demo: venv
 	$(VENV)/bin/vertexdist validate job_templates/
@@ -42,4 +46,4 @@ bench: venv
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .vertexdist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .vertexdist .pytest_cache .mypy_cache .ruff_cache site

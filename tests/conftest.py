@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -395,3 +395,129 @@ def pip_freeze() -> Callable[[], str]:
         return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
 
     return freeze
+
+
+def _gcs_snapshot() -> dict[str, tuple[int, int]] | None:
+    """The host's own /gcs: every entry's size and mtime, or None while there is no /gcs at all."""
+    root = Path("/gcs")
+    if not root.exists() and not root.is_symlink():
+        return None
+    found = {"": (0, root.lstat().st_mtime_ns)}
+    if root.is_dir() and not root.is_symlink():
+        for path in root.rglob("*"):
+            info = path.lstat()
+            found[str(path.relative_to(root))] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+@pytest.fixture
+def host_gcs() -> Iterator[dict[str, tuple[int, int]] | None]:
+    """Fails the test if it created or changed anything on the host's own /gcs (vertexdist never may)."""
+    before = _gcs_snapshot()
+    yield before
+    assert _gcs_snapshot() == before, "the host's own /gcs was created or changed"
+
+
+class Nobody:
+    """Runs commands as the unprivileged user `nobody` (from root, through setpriv), with a Python that user
+    can execute and that sees this environment's packages and this checkout."""
+
+    def __init__(self, python: str, base: Path) -> None:
+        import pwd
+
+        entry = pwd.getpwnam("nobody")
+        self.uid, self.gid = entry.pw_uid, entry.pw_gid
+        self.python = python
+        self.base = base  # a folder every user may pass through (pytest's temp folder is root's alone)
+        self.home = self.folder("home")
+
+    def folder(self, name: str) -> Path:
+        """A new folder that `nobody` owns."""
+        import os
+
+        path = self.base / name
+        path.mkdir(parents=True, exist_ok=True)
+        os.chown(path, self.uid, self.gid)
+        return path
+
+    def argv(self, *argv: str) -> list[str]:
+        return ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", *argv]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        import os
+
+        keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "NO_GCE_CHECK")}
+        return {**keep, "HOME": str(self.home), "PYTHONPATH": str(REPO_ROOT), **extra}
+
+
+def _runs_as_nobody(nobody: Nobody, python: str) -> str:
+    """'' if `nobody` can run `python`, and that Python can start itself again (as local-run starts its
+    replicas) and import what a job needs; otherwise what went wrong."""
+    import subprocess
+
+    check = (
+        "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import torch, yaml, vertexdist'],"
+        " check=True)"
+    )
+    try:
+        result = subprocess.run(
+            nobody.argv(python, "-c", check),
+            env=nobody.env(),
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    return "" if result.returncode == 0 else (result.stderr.strip().splitlines() or ["failed"])[-1]
+
+
+@pytest.fixture(scope="session")
+def nobody() -> Iterator[Nobody]:
+    """The user `nobody`, with a Python it can run: this one if it can, else a virtual environment made
+    from a system interpreter of the same version that sees this one's packages. Skips, saying why, when
+    this is not root, there is no setpriv or no such user, or no Python works for it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import sysconfig
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("switching to the user nobody needs root, and these tests run as another user")
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed: no way to run a command as nobody")
+    try:
+        import pwd
+
+        pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("this machine has no user `nobody`")
+    # pytest's own temp folder is root's alone (0700): nobody's files go to a folder of its own.
+    base = Path(tempfile.mkdtemp(prefix="vertexdist-nobody-"))
+    base.chmod(0o755)
+    try:
+        probe = Nobody(sys.executable, base)
+        why = _runs_as_nobody(probe, sys.executable)
+        python = sys.executable
+        if why:
+            version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+            system = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")
+            if system is None:
+                pytest.skip(f"nobody cannot run {sys.executable} ({why}) and there is no system {version}")
+            venv = base / "venv"
+            subprocess.run([system, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+            site = Path(venv, "lib", version, "site-packages")
+            parent = sysconfig.get_paths()["purelib"]
+            (site / "_vertexdist_tests.pth").write_text(f"import site; site.addsitedir({parent!r})\n")
+            python = str(venv / "bin" / "python")
+            second = _runs_as_nobody(probe, python)
+            if second:
+                pytest.skip(
+                    f"nobody cannot run {sys.executable} ({why}) nor a {version} environment ({second})"
+                )
+        yield Nobody(python, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

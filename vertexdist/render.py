@@ -1,6 +1,6 @@
 """Template -> the Vertex request: the CustomJobSpec and the CreateTrainingPipeline body. Pure functions.
 
-Pools follow Vertex's rules (reference/vertex.md §2): pool 0 one replica, pool 1 the other replicas,
+Pools follow Vertex's rules (docs/reference/vertex.md §2): pool 0 one replica, pool 1 the other replicas,
 pool 2 the reduction servers, `{}` for a skipped pool, no trailing empty pools. Training pools match what
 `CustomTrainingJob.run()` sends, in proto-JSON camelCase (what `gcloud ai custom-jobs create --config` takes).
 One deliberate difference from the SDK: the reduction pool always gets the reduction-server image and an

@@ -87,3 +87,72 @@ def test_bad_template_is_reported_with_its_line(tmp_path: Path) -> None:
     result = vertexdist("estimate", path, "--params", "1B")
     assert result.returncode == 1
     assert f"{path}:4:" in result.stderr and "machine_type" in result.stderr
+
+
+def test_tuning_template_prints_trials_and_wall_time() -> None:
+    # Issue 27 item 3: the table said one machine for 0.5 h ($0.12).
+    result = vertexdist("estimate", "job_templates/cpu-tune.yaml")
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "8 trials, 2 at a time" in out
+    assert "total for 8 trials x 0.5 h" in out and "$0.98" in out
+    assert "wall time up to 2 h (4 rounds of 0.5 h)" in out
+
+
+A2_8G_X8 = (
+    "display_name: big\nproject: vertexdist-demo\nstaging_bucket: gs://vertexdist-demo/staging\n"
+    "machine_type: a2-highgpu-8g\naccelerator_type: NVIDIA_TESLA_A100\naccelerator_count: 8\n"
+    "replica_count: 8\nrestart_job_on_worker_restart: true\n"
+)
+
+
+def test_memory_plan_table_and_advice(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(A2_8G_X8)
+    result = vertexdist("estimate", path, "--params", "7.5B")
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert (
+        "Model states per GPU (7.5B params x (2 + 2 + 12) B; 64 GPUs (8 per machine x 8): data parallel 64)"
+        in out
+    )
+    assert "fits A100 40GB? (32 GB usable)" in out
+    for row in (
+        "DDP │ 15 GB │ 15 GB │ 90 GB │ 120 GB │ no",
+        "ZeRO-2 │ 15 GB │ 0.234 GB │ 1.41 GB │ 16.6 GB │ yes",
+    ):
+        assert row in out, row
+    # The bundled trainer runs DDP: the advice says so, and what sharding would need.
+    assert "no strategy fits: DDP needs 120 GB per GPU, an A100 40GB has 40" in out
+    assert "ZeRO-3/FSDP would fit (1.88 GB)" in out
+
+
+def test_model_params_from_the_template_and_parallel_sizes(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(A2_8G_X8 + "model_params: 7.5B\n")
+    result = vertexdist(
+        "estimate", path, "--tensor-parallel", "8", "--optimizer-bytes", "4", "--format", "json"
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["params"] == 7.5e9 and data["memory"]["data_parallel"] == 8
+    assert data["memory_per_gpu_gb"]["ddp"] == pytest.approx(7.5e9 / 8 * 8 / 1e9)  # (2 + 2 + 4) B per param
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "hint"),
+    [
+        (("--params", "lots"), "error: --params: 'lots' is not a parameter count", "hint: use a count like"),
+        (("--params", "7B", "--tensor-parallel", "3"),
+         "error: tensor 3 x pipeline 1 = 3 does not divide the job's 32 GPUs (8 per machine x 4 machines)",
+         "hint: tensor x pipeline must divide 32: one of 2, 4, 8, 16, 32"),
+        (("--tensor-parallel", "2"), "need a parameter count", "hint: pass --params 7.5B or set"),
+        (("--params", "7B", "--headroom", "120%"), "error: --headroom: '120%' leaves nothing", "20% or 0.2"),
+        (("--params", "7B", "--headroom", "lots"), "error: --headroom: 'lots' is not a share", "20% or 0.2"),
+    ],
+)  # fmt: skip
+def test_bad_planner_values_are_one_line(args: tuple[str, ...], error: str, hint: str) -> None:
+    result = vertexdist("estimate", DONE_CHECK_TEMPLATE, *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2 and error in lines[0] and hint in lines[1], result.stderr

@@ -8,9 +8,9 @@ from vertexdist.estimate.advice import Advice
 from vertexdist.estimate.communication import estimate_communication
 from vertexdist.estimate.costs import estimate_costs
 from vertexdist.estimate.report import Gradients, build_estimate, to_json
-from vertexdist.spec import JobTemplate
+from vertexdist.spec import JobTemplate, load_template
 
-from .conftest import MakeTemplate
+from .conftest import REPO_ROOT, MakeTemplate
 
 FEE = 1.15
 A2_ULTRA_8G, N1_HIGHCPU_16, PD_SSD = 40.221616, 0.566789, 0.17  # us-central1 rows of the price table
@@ -148,3 +148,44 @@ def test_json_has_the_issue_keys(done_check_template: JobTemplate) -> None:
     assert data["cost_total_usd"] == pytest.approx(data["cost_per_hour_usd"] * 72, abs=0.05)
     without = to_json(build_estimate(done_check_template, None))
     assert without["allreduce_ring_s"] is None and without["cost_per_hour_usd"] == data["cost_per_hour_usd"]
+
+
+TUNE_TEMPLATE = REPO_ROOT / "job_templates" / "cpu-tune.yaml"
+
+
+def test_tuning_prices_every_trial_and_the_wall_time_from_parallel_trials() -> None:
+    # Issue 27 item 3: 8 trials of up to 30 min, 2 at a time, each on an n1-standard-4; not one 0.5 h job.
+    costs = estimate_costs(load_template(TUNE_TEMPLATE))
+    assert (costs.trials, costs.parallel_trials, costs.hours) == (8, 2, 0.5)
+    assert costs.wall_hours == 2.0  # ceil(8 / 2) rounds of 30 min
+    assert costs.machine_hours == 4.0  # 8 trials x 1 machine x 0.5 h
+    per_hour = costs.per_hour
+    assert per_hour is not None
+    assert costs.total == pytest.approx(8 * 0.5 * per_hour)
+    data = to_json(build_estimate(load_template(TUNE_TEMPLATE), None))
+    assert data["cost_total_usd"] == pytest.approx(round(8 * 0.5 * per_hour, 2))
+    assert data["tuning"] == {
+        "trials": 8,
+        "parallel_trials": 2,
+        "trial_hours": 0.5,
+        "wall_hours": 2.0,
+        "machine_hours": 4.0,
+        "cost_per_trial_usd": pytest.approx(round(0.5 * per_hour, 2)),
+    }
+
+
+def test_uneven_rounds_round_up(make_template: MakeTemplate) -> None:
+    tuning = {
+        "metric_spec": {"acc": "maximize"},
+        "parameter_spec": {"lr": {"type": "double", "min": 0.001, "max": 0.1}},
+        "max_trial_count": 5,
+        "parallel_trial_count": 2,
+    }
+    costs = estimate_costs(make_template(tuning=tuning, timeout="1h"))
+    assert (costs.trials, costs.wall_hours, costs.machine_hours) == (5, 3.0, 5 * 4)  # 3 rounds; 4 machines
+
+
+def test_a_job_without_tuning_is_one_run(make_template: MakeTemplate) -> None:
+    costs = estimate_costs(make_template(timeout="2h"))
+    assert (costs.trials, costs.parallel_trials, costs.wall_hours) == (1, 1, 2.0)
+    assert to_json(build_estimate(make_template(), None))["tuning"] is None

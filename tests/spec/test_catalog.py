@@ -1,4 +1,4 @@
-"""The catalog data against the facts it was taken from (reference/vertex.md §3.2)."""
+"""The catalog data against the facts it was taken from (docs/reference/vertex.md §3.2)."""
 
 from __future__ import annotations
 
@@ -84,3 +84,15 @@ def test_regions_and_close_matches() -> None:
     assert catalog.close_matches("NVIDIA_A100", accelerators) == ["NVIDIA_A100_80GB", "NVIDIA_TESLA_A100"]
     hint = catalog.did_you_mean("a100", accelerators)
     assert hint == "did you mean 'NVIDIA_A100_80GB' or 'NVIDIA_TESLA_A100'?"
+
+
+def test_every_offered_gpu_has_its_memory() -> None:
+    from vertexdist.spec.catalog_data import ACCELERATORS, GPU_MEMORY_GB
+
+    assert set(GPU_MEMORY_GB) == set(ACCELERATORS)
+    for name, gb in GPU_MEMORY_GB.items():
+        # The name Vertex gives a GPU and the catalog's description agree with the memory, where they say it.
+        for said in re.findall(r"(\d+)GB", name + " " + ACCELERATORS[name]):
+            assert float(said) == gb, name
+    assert catalog.gpu_memory_gb("NVIDIA_TESLA_A100") == 40 and catalog.gpu_memory_gb(None) is None
+    assert catalog.accelerator_name("NVIDIA_TESLA_A100") == "A100 40GB"

@@ -348,3 +348,29 @@ def test_more_processes_than_gpus_warns(tmp_path: Path) -> None:
     assert "nproc_per_node: 4" in (hint or "")
     cpu = {"machine_type": "n1-standard-4", "accelerator_type": None, "accelerator_count": None}
     assert only("warning", trainer=trainer, **cpu) == []
+
+
+def test_a_model_that_fits_ddp_is_quiet() -> None:
+    assert findings(model_params="1B") == []  # 16 GB of model states on an A100 40GB
+
+
+def test_the_bundled_trainer_runs_ddp_so_only_ddp_counts() -> None:
+    # 7.5B x 16 B = 120 GB per GPU under DDP; FSDP over the 8 GPUs would need 15 GB of the 32 usable.
+    [(path, message, _)] = only("warning", model_params="7.5B")
+    assert path == "model_params" and message.startswith("no strategy fits: DDP needs 120 GB per GPU")
+    assert "ZeRO-3/FSDP would fit (15 GB)" in message
+    script = {"script": str(Path(__file__)), "launcher": "torchrun"}  # code that may shard: quiet
+    assert only("warning", model_params="7.5B", trainer=script) == []
+
+
+def test_no_strategy_fitting_warns_on_model_params() -> None:
+    script = {"script": str(Path(__file__)), "launcher": "torchrun"}  # code that may use any strategy
+    [(path, message, hint)] = only("warning", model_params="30B", trainer=script)
+    assert path == "model_params" and message.startswith("no strategy fits: DDP needs 480 GB per GPU")
+    assert "ZeRO-3/FSDP over these 8 data-parallel GPUs still needs 60 GB" in message
+    assert "fits from 15 GPUs" in message and "--tensor-parallel" in (hint or "")
+
+
+def test_no_gpu_memory_no_verdict() -> None:
+    assert findings(model_params="30B", machine_type="n1-standard-4", accelerator_type=None,
+                    accelerator_count=0) == []  # fmt: skip

@@ -93,7 +93,7 @@ def test_pool_grid_equals_the_sdk_builder(replicas: int, reducers: int, gpu: boo
 
 
 def test_sdk_builder_bug_null_reducer_machine_type() -> None:
-    """reference/vertex.md §2.2: by default the SDK sends a null reducer machine type; we never do."""
+    """docs/reference/vertex.md §2.2: by default the SDK sends a null reducer machine type; we never do."""
     t = JobTemplate.model_validate({**BASE, "replica_count": 1, "reduction_server_count": 2},
                                    context={"skip_rules": True})  # fmt: skip
     sdk = sdk_pools(t, reduction_machine_type=None)

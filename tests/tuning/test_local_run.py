@@ -16,6 +16,10 @@ from typing import Any
 
 import pytest
 
+from vertexdist.backends import create_backend
+from vertexdist.backends.base import LogQuery
+from vertexdist.backends.local.prepare import LocalOptions
+
 from .conftest import pid_alive
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -72,6 +76,14 @@ def test_grid_covers_the_grid_once_and_ends_with_the_best_trial(
     assert f"best trial {best['trial']}: score" in result.stdout and "model folder:" in result.stdout
     trial_log = (out / "trials" / best["trial"] / "logs" / "workerpool0-0.log").read_text()
     assert f"trial {best['trial']} args ['--x=0.3', '--units=3', '--opt=adam']" in trial_log
+    # The local backend reads the finished run back as it reads a job: its state, one trial's logs.
+    backend = create_backend("local", LocalOptions(runs_dir=out.parent))
+    found = backend.describe(out.name)
+    assert (found.state, found.display_name) == ("SUCCEEDED", summary["display_name"])
+    page = backend.logs(out.name, query=LogQuery(trial=best["trial"]))
+    assert {c.replica for c in page.chunks} == {f"{best['trial']}/workerpool0-0"}
+    assert any("args ['--x=0.3', '--units=3', '--opt=adam']" in c.text for c in page.chunks)
+    assert out.name in [s.name for s in backend.list()]
     # Continuing this tuning run is explicit: --resume-from names its folder as the trials' base.
     template = str(tuning_template(GRID, args=["--x=0.3"]))
     plan = _run(template, "--plan", "--resume-from", str(out), cwd=workdir)

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from vertexdist.errors import VertexdistError
+from vertexdist.wire.gcs_uri import local_gs_path, parse_gs_uri
 
 READ_BYTES = 1 << 20
 
@@ -67,14 +68,6 @@ def require_output_uri(name: str, spec: Mapping[str, Any]) -> str:
     return uri
 
 
-def split_gs_uri(uri: str) -> tuple[str, str]:
-    """`gs://bucket/some/prefix` -> ("bucket", "some/prefix")."""
-    if not uri.startswith("gs://") or not uri[5:].split("/", 1)[0]:
-        raise NoOutputs(f"the output folder {uri!r} is not a gs://BUCKET/PATH URI")
-    bucket, _, prefix = uri[5:].partition("/")
-    return bucket, prefix.strip("/")
-
-
 def safe_relative(path: str) -> PurePosixPath:
     """An object's path under the output folder, refused if it would land outside the download folder."""
     relative = PurePosixPath(path)
@@ -97,9 +90,9 @@ class FolderOutputs:
     """A local job's outputs: `gs://B/p` is `<gcs root>/B/p` on this machine (what its replicas wrote)."""
 
     def __init__(self, uri: str, gcs_root: Path) -> None:
-        bucket, prefix = split_gs_uri(uri)
         self.uri = uri
-        self.folder = Path(gcs_root, bucket, *PurePosixPath(prefix).parts)
+        parse_gs_uri(uri, what="the output folder")
+        self.folder = local_gs_path(uri.rstrip("/"), gcs_root)
 
     def files(self) -> list[OutputFile]:
         found = []

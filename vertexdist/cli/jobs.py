@@ -14,17 +14,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from vertexdist.cli.job_view import print_chunk, status_lines, where, where_lines
-from vertexdist.cli.targets import (
-    AsJson,
-    Endpoint,
-    Location,
-    Project,
-    Transport,
-    any_job_backend,
-    job_backend,
-    project_backend,
-)
+from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport
 from vertexdist.errors import JobFailedError, UsageError
+from vertexdist.jobs.find import any_job_backend, job_backend, project_backend
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobStatus, LogChunk, LogQuery

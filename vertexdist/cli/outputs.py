@@ -14,7 +14,8 @@ import typer
 
 from vertexdist.cli.jobs import AnyJobRef
 from vertexdist.cli.outputs_view import show_download
-from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport, any_job_backend
+from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport
+from vertexdist.jobs.find import any_job_backend
 from vertexdist.sizes import human_size
 
 

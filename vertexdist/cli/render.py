@@ -57,7 +57,7 @@ def render(
         package_uri = planned_package_uri(loaded.trainer, loaded.staging_bucket)
     resumed = None
     if resume_from is not None:
-        from vertexdist.cli.resume import resume_output_dir
+        from vertexdist.jobs.find import resume_output_dir
 
         resumed = resume_output_dir(
             resume_from, project=loaded.project, location=loaded.location, endpoint=None, transport=None

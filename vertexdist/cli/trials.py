@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport, job_backend
+from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport
 from vertexdist.errors import UsageError
+from vertexdist.jobs.find import job_backend
 
 if TYPE_CHECKING:
     from vertexdist.backends.vertex.tuning_status import TuningStatus

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from vertexdist.errors import Problem
 
 FORMATS = ("text", "json", "github")
@@ -55,22 +57,46 @@ def _summary(files: int, problems: list[Problem]) -> str:
     return f"{files} {noun} checked: {counts}"
 
 
+# A walk through a big tree may pass over many files; the line names a few.
+SKIPPED_NAMED = 5
+
+
+def _skipped_line(skipped: list[Path]) -> str:
+    shown = ", ".join(str(p) for p in skipped[:SKIPPED_NAMED])
+    more = f" and {len(skipped) - SKIPPED_NAMED} more" if len(skipped) > SKIPPED_NAMED else ""
+    files = (
+        "1 YAML file that is not a job template"
+        if len(skipped) == 1
+        else (f"{len(skipped)} YAML files that are not job templates")
+    )
+    return (
+        f"skipped {files} (few template fields at the top level): {shown}{more};"
+        " name a file to check it anyway"
+    )
+
+
 def validate(
-    paths: list[str] = typer.Argument(..., help="Template files, or folders searched for *.yaml / *.yml."),
+    paths: list[str] = typer.Argument(
+        ...,
+        help="Template files, or folders: their *.yaml / *.yml files that look like templates (mostly"
+        " template fields at the top level, or in a job_templates folder); hidden folders are not searched.",
+    ),
     output_format: str = typer.Option(
         "text", "--format", help="text, json or github (workflow annotations)."
     ),
 ) -> None:
     """Check job templates: fields, machine/accelerator fit, reduction servers, URIs, labels."""
     from vertexdist.errors import UsageError
-    from vertexdist.spec.loader import inspect_file, template_files
+    from vertexdist.spec.loader import find_templates, inspect_file
 
     if output_format not in FORMATS:
         raise UsageError(f"unknown --format {output_format!r}", hint=f"use one of {', '.join(FORMATS)}")
-    files = template_files(paths)
+    found = find_templates(paths)
+    files = found.files
     if not files:
         raise UsageError(
-            f"no templates (*.yaml, *.yml) under {', '.join(paths)}",
+            f"no templates (*.yaml, *.yml) under {', '.join(paths)}"
+            + (f"; {_skipped_line(found.skipped)}" if found.skipped else ""),
             hint="pass template files or their folders",
         )
     by_file = [(file, inspect_file(file)[1]) for file in files]
@@ -82,15 +108,18 @@ def validate(
             "errors": errors,
             "warnings": len(problems) - errors,
             "problems": [asdict(p) for p in problems],
+            "skipped": [str(f) for f in found.skipped],
         }
         print(json.dumps(report, indent=2))
     else:
         render_one = format_github if output_format == "github" else format_text
-        for file, found in by_file:
-            for problem in found[:SHOWN_PER_FILE]:
+        for file, in_file in by_file:
+            for problem in in_file[:SHOWN_PER_FILE]:
                 print(render_one(problem))
-            if len(found) > SHOWN_PER_FILE:
-                print(f"{file}: ... and {len(found) - SHOWN_PER_FILE} more problems")
+            if len(in_file) > SHOWN_PER_FILE:
+                print(f"{file}: ... and {len(in_file) - SHOWN_PER_FILE} more problems")
+        if found.skipped:
+            print(_skipped_line(found.skipped), file=sys.stderr)
         print(_summary(len(files), problems), file=sys.stderr)
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(1)

@@ -29,6 +29,7 @@ from vertexdist.emulator.store import JobStore
 from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.private_files import make_private_dir
+from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path
 
 
 class DataDirInUse(VertexdistError):
@@ -128,10 +129,10 @@ class Emulator:
     def _publish_artifacts(self, uri: str) -> int:
         """What replicas wrote under gs://B/p through the local folder (VERTEXDIST_GCS_ROOT), uploaded to
         the storage emulator, where the SDK and storage clients look for a model's files."""
-        if not uri.startswith("gs://"):
+        if not is_gs_uri(uri):
             return 0
         assert self.data_dir is not None
-        return self.storage.publish_folder(self.data_dir / "gcs" / uri.removeprefix("gs://"), uri)
+        return self.storage.publish_folder(local_gs_path(uri, self.data_dir / "gcs"), uri)
 
     @property
     def faults(self) -> FaultPlan:

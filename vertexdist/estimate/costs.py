@@ -1,7 +1,13 @@
-"""What a template's worker pools cost per hour on Vertex AI, on-demand and Spot, from the price table."""
+"""What a template's worker pools cost per hour on Vertex AI, on-demand and Spot, from the price table.
+
+A tuning template runs its job once per trial: `max_trial_count` trials, each up to the template's timeout,
+`parallel_trial_count` at a time, so the total is trials x the job's cost and the wall time is
+ceil(trials / parallel) rounds of the timeout (upper bounds: early stopping and faster trials end sooner).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,6 +43,36 @@ class CostEstimate:
     strategy: str
     hours: float
     hours_from: str
+    trials: int = 1
+    parallel_trials: int = 1
+
+    @property
+    def is_tuning(self) -> bool:
+        return self.trials > 1 or self.parallel_trials > 1
+
+    @property
+    def rounds(self) -> int:
+        """How many times in a row trials start: ceil(trials / parallel)."""
+        return math.ceil(self.trials / self.parallel_trials)
+
+    @property
+    def wall_hours(self) -> float:
+        """Hours from the first trial's start to the last one's end when every trial runs its full time."""
+        return self.rounds * self.hours
+
+    @property
+    def machine_hours(self) -> float:
+        """Machine-hours of every pool of every trial."""
+        return self.trials * self.hours * sum(p.replicas for p in self.pools)
+
+    def total_for(self, per_hour: float | None) -> float | None:
+        """What `per_hour` (one job's price per hour) comes to over every trial's hours."""
+        return None if per_hour is None else per_hour * self.hours * self.trials
+
+    @property
+    def total(self) -> float | None:
+        """The whole run (every trial of a tuning job) for the template's scheduling strategy."""
+        return self.total_for(self.per_hour)
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -128,7 +164,10 @@ def pool_costs(t: JobTemplate) -> tuple[PoolCost, ...]:
 
 
 def estimate_costs(t: JobTemplate, hours: float | None = None) -> CostEstimate:
-    """The template's pools priced for its region, over `hours`, its timeout or Vertex's default 7 days."""
+    """The template's pools priced for its region, over `hours`, its timeout or Vertex's default 7 days.
+
+    For a tuning template `hours` is each trial's, and the estimate counts its trials.
+    """
     if hours is not None:
         span, source = hours, "--hours"
     elif t.timeout is not None:
@@ -141,4 +180,6 @@ def estimate_costs(t: JobTemplate, hours: float | None = None) -> CostEstimate:
         strategy=t.scheduling_strategy or "STANDARD",
         hours=span,
         hours_from=source,
+        trials=t.tuning.max_trial_count if t.tuning else 1,
+        parallel_trials=min(t.tuning.parallel_trial_count, t.tuning.max_trial_count) if t.tuning else 1,
     )

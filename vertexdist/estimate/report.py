@@ -8,6 +8,7 @@ from typing import Any
 from vertexdist.estimate.advice import Advice, advise
 from vertexdist.estimate.communication import CommEstimate, estimate_communication
 from vertexdist.estimate.costs import CostEstimate, estimate_costs
+from vertexdist.estimate.memory import STRATEGIES, MemoryPlan, memory_advice, usable_strategies
 from vertexdist.spec import prices
 from vertexdist.spec.models import JobTemplate
 
@@ -29,17 +30,32 @@ class Estimate:
     comm: CommEstimate | None
     compute_s: float | None
     advice: tuple[Advice, ...]
+    memory: MemoryPlan | None = None
 
 
 def build_estimate(
-    t: JobTemplate, gradients: Gradients | None, compute_s: float | None = None, hours: float | None = None
+    t: JobTemplate,
+    gradients: Gradients | None,
+    compute_s: float | None = None,
+    hours: float | None = None,
+    memory: MemoryPlan | None = None,
 ) -> Estimate:
+    """Costs, the all-reduce (with `gradients`) and the memory plan (with `memory`), and their advice."""
     costs = estimate_costs(t, hours)
     comm = estimate_communication(t, gradients.size_bytes) if gradients else None
     bytes_per_param = gradients.bytes_per_param if gradients else None
-    return Estimate(
-        t, costs, gradients, comm, compute_s, tuple(advise(t, comm, costs, compute_s, bytes_per_param))
-    )
+    advice = advise(t, comm, costs, compute_s, bytes_per_param)
+    if memory is not None:
+        advice = memory_advice(memory, usable_strategies(t)) + advice
+        if bytes_per_param == 4:
+            advice.append(
+                Advice(
+                    "info",
+                    "the all-reduce counts fp32 gradients, the memory plan bf16/fp16 ones (mixed precision):"
+                    " pass --grad-dtype bf16 to time a mixed-precision step",
+                )
+            )
+    return Estimate(t, costs, gradients, comm, compute_s, tuple(advice), memory)
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
@@ -77,6 +93,47 @@ def _times(e: Estimate) -> dict[str, Any]:
     return times
 
 
+def _tuning(costs: CostEstimate) -> dict[str, Any] | None:
+    """A tuning job's trials: how many, how many at once, their hours and the wall time they take."""
+    if not costs.is_tuning:
+        return None
+    per_hour = costs.per_hour
+    return {
+        "trials": costs.trials,
+        "parallel_trials": costs.parallel_trials,
+        "trial_hours": costs.hours,
+        "wall_hours": costs.wall_hours,
+        "machine_hours": costs.machine_hours,
+        "cost_per_trial_usd": _round(per_hour * costs.hours if per_hour is not None else None, 2),
+    }
+
+
+def _memory(plan: MemoryPlan | None) -> dict[str, Any]:
+    """The issue's keys (`memory_per_gpu_gb`, `memory_fits`, `gpu_memory_gb`) and the plan behind them."""
+    if plan is None:
+        return {"memory_per_gpu_gb": None, "memory_fits": None, "gpu_memory_gb": None, "memory": None}
+    shape = plan.layout
+    return {
+        "memory_per_gpu_gb": {s: _round(gb, 4) for s, gb in plan.per_gpu_gb.items()},
+        "memory_fits": plan.fits,
+        "gpu_memory_gb": plan.gpu_memory_gb,
+        "memory": {
+            "params": plan.params,
+            "bytes_per_param": {"params": 2, "grads": 2, "optimizer": plan.optimizer_bytes},
+            "headroom": plan.headroom,
+            "usable_gb": _round(plan.usable_gb, 4),
+            "gpus": shape.gpus,
+            "data_parallel": shape.data_parallel,
+            "tensor_parallel": shape.tensor,
+            "pipeline_parallel": shape.pipeline,
+            "parts_gb": {
+                s: {k: _round(v / 1e9, 4) for k, v in vars(plan.parts(s)).items()} for s in STRATEGIES
+            },
+            "source": "Rajbhandari et al., ZeRO (SC 2020), arXiv:1910.02054, Figure 1 and Table 1",
+        },
+    }
+
+
 def to_json(e: Estimate) -> dict[str, Any]:
     """The estimate as plain data; the keys named in the issue stay at the top level."""
     costs = e.costs
@@ -91,7 +148,8 @@ def to_json(e: Estimate) -> dict[str, Any]:
         "cost_per_hour_spot_usd": _round(costs.spot_per_hour, 4),
         "hours": costs.hours,
         "hours_from": costs.hours_from,
-        "cost_total_usd": _round(per_hour * costs.hours if per_hour is not None else None, 2),
+        "cost_total_usd": _round(costs.total, 2),
+        "tuning": _tuning(costs),
         "pools": [
             {
                 "pool": p.pool,
@@ -109,6 +167,7 @@ def to_json(e: Estimate) -> dict[str, Any]:
         "gradient_bytes": e.gradients.size_bytes if e.gradients else None,
         "params": e.gradients.params if e.gradients else None,
         **_times(e),
+        **_memory(e.memory),
         "advice": [{"level": a.level, "message": a.message} for a in e.advice],
         "prices": {
             "basis": prices.BASIS,

@@ -91,6 +91,22 @@ def parse_duration_s(text: str) -> float:
     return _parse(text, DURATION_UNITS, "a duration", DURATION_FORMS)
 
 
+FRACTION_FORMS = "a share like 20% or 0.2, at least 0 and below 100%"
+
+
+def parse_fraction(text: str) -> float:
+    """A share of something: 20% -> 0.2, 0.2 -> 0.2; from 0 up to (not including) 1."""
+    raw = text.strip()
+    percent = raw.endswith("%")
+    match = _NUMBER.match(raw.removesuffix("%").strip())
+    if match is None or match.group("unit"):
+        raise UnitError(f"{text!r} is not a share", f"use {FRACTION_FORMS}")
+    value = float(match.group("number")) / (100 if percent else 1)
+    if value >= 1:
+        raise UnitError(f"{text!r} leaves nothing", f"use {FRACTION_FORMS}")
+    return value
+
+
 def grad_bytes_per_param(dtype: str) -> int:
     key = dtype.strip().lower()
     if key not in GRAD_DTYPES:

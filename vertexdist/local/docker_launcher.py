@@ -2,7 +2,7 @@
 
 The replicas share one user-defined bridge network named after the job, where each container's host name is
 its replica name (`workerpool0-0`), so CLUSTER_SPEC, TF_CONFIG and MASTER_ADDR name `workerpoolP-I:2222` as
-on Vertex (reference/vertex.md §1). The run folder's `gcs/` is mounted at `/vertexdist/gcs`, where the
+on Vertex (docs/reference/vertex.md §1). The run folder's `gcs/` is mounted at `/vertexdist/gcs`, where the
 replicas' VERTEXDIST_GCS_ROOT points. Reduction-server replicas run the local stand-in inside the job's
 image (the real reduction-server image needs GPUs and Google's NCCL plugin), so their host names resolve.
 

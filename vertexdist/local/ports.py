@@ -1,7 +1,9 @@
-"""Free loopback ports for the replicas of a local job, one per replica (reference/vertex.md §1.1).
+"""Free loopback ports for the replicas of a local job, one per replica (docs/reference/vertex.md §1.1).
 
-The kernel picks each port (bind to :0), so it is free now; a claim file per port under the temp folder,
-owned by this process, keeps a second local-run on the same machine from picking it until this job ends.
+The kernel picks each port (bind to :0), so it is free now; a claim file per port, owned by this process,
+keeps a second local-run of the same user from picking it until this job ends. The claims live in the
+user's own folder of the temp folder (`vertexdist.user_temp`): a folder another user made there (root's
+first run, say) is never written, and nothing another user left there is read.
 """
 
 from __future__ import annotations
@@ -9,17 +11,16 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from vertexdist.user_temp import user_temp_dir
 
 LOOPBACK = "127.0.0.1"
 
 
 def _claims_dir() -> Path:
-    path = Path(tempfile.gettempdir()) / "vertexdist-ports"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return user_temp_dir("ports")
 
 
 def _pid_alive(pid: int) -> bool:

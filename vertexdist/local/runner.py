@@ -18,7 +18,7 @@
   code); only those the job ended are STOPPED.
 - A supervisor that dies (SIGKILL included) takes the job down with it: a `Watchdog` process per job stops
   every process group the job registered, and every process carrying the job's token, within 10 s.
-- States use Vertex's names (reference/vertex.md §4.4: JobState).
+- States use Vertex's names (docs/reference/vertex.md §4.4: JobState).
 
 `LocalJob` is a library API (the emulator uses it): start, read state, cancel, wait, find log files.
 """
@@ -34,17 +34,24 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from enum import Enum
 from pathlib import Path
 
+from vertexdist.backends.base import (
+    JobError,
+    JobEvent,
+    JobResult,
+    JobState,
+    ReplicaState,
+    ReplicaStatus,
+)
 from vertexdist.errors import VertexdistError
 from vertexdist.local.blame import RESTART_MARK, Failure, first_failure, needs_cause
 from vertexdist.local.environment import child_environment
 from vertexdist.local.log_capture import LogCapture
-from vertexdist.local.logs import last_lines
 from vertexdist.local.plan import LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
 from vertexdist.local.watchdog import TOKEN_VARIABLE, Watchdog, job_processes
+from vertexdist.log_files import last_lines
 from vertexdist.private_files import make_private_dir, open_private
 
 DEFAULT_GRACE_S = 5.0
@@ -60,70 +67,11 @@ BLAME_WINDOW_S = 0.5
 CAUSE_WAIT_S = 3.0
 
 
-class JobState(str, Enum):
-    PENDING = "JOB_STATE_PENDING"
-    RUNNING = "JOB_STATE_RUNNING"
-    SUCCEEDED = "JOB_STATE_SUCCEEDED"
-    FAILED = "JOB_STATE_FAILED"
-    CANCELLING = "JOB_STATE_CANCELLING"
-    CANCELLED = "JOB_STATE_CANCELLED"
-
-    @property
-    def done(self) -> bool:
-        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
-
-
-class ReplicaState(str, Enum):
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"  # ended by the job (another replica failed, job done, cancel, timeout)
-
-
 # google.rpc.Code values, as Vertex reports them in `job.error.code`.
 CODE_CANCELLED = 1
 CODE_INVALID_ARGUMENT = 3
 CODE_DEADLINE_EXCEEDED = 4
 CODE_INTERNAL = 13
-
-
-@dataclass(frozen=True)
-class JobError:
-    code: int
-    message: str
-    replica: str | None = None
-    exit_code: int | None = None
-
-
-@dataclass(frozen=True)
-class ReplicaStatus:
-    name: str
-    state: ReplicaState
-    log_path: Path
-    pid: int | None = None
-    exit_code: int | None = None
-    attempt: int = 0
-
-
-@dataclass(frozen=True)
-class JobEvent:
-    """One state change: of the job (`replica` is None) or of one replica."""
-
-    time: float
-    job_state: JobState
-    replica: ReplicaStatus | None = None
-    message: str = ""
-    error: JobError | None = None
-
-
-@dataclass(frozen=True)
-class JobResult:
-    state: JobState
-    error: JobError | None
-    replicas: tuple[ReplicaStatus, ...]
-    restarts: int
-    elapsed_s: float
 
 
 def describe_exit(code: int) -> str:

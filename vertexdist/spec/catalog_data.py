@@ -1,6 +1,6 @@
 """The Vertex AI training machine catalog, as data. Lookups live in `vertexdist.spec.catalog`.
 
-Sources (checked against google-cloud-aiplatform 2.7.0 and the docs snapshot in reference/vertex.md §3):
+Sources (checked against google-cloud-aiplatform 2.7.0 and the docs snapshot in docs/reference/vertex.md §3):
 - Machine types and the accelerator counts each takes:
   https://cloud.google.com/vertex-ai/docs/training/configure-compute#gpu-compatibility-table
 - Accelerator enum names: google.cloud.aiplatform_v1.types.AcceleratorType
@@ -36,7 +36,7 @@ class MachineRow(NamedTuple):
 
 # Accelerator enum names (aiplatform_v1 AcceleratorType) and what they are.
 ACCELERATORS: dict[str, str] = {
-    "NVIDIA_TESLA_P4": "NVIDIA P4 16GB",
+    "NVIDIA_TESLA_P4": "NVIDIA P4 8GB",
     "NVIDIA_TESLA_P100": "NVIDIA P100 16GB",
     "NVIDIA_TESLA_V100": "NVIDIA V100 16GB",
     "NVIDIA_TESLA_T4": "NVIDIA T4 16GB",
@@ -46,10 +46,32 @@ ACCELERATORS: dict[str, str] = {
     "NVIDIA_H100_80GB": "NVIDIA H100 80GB",
     "NVIDIA_H100_MEGA_80GB": "NVIDIA H100 80GB Mega (GPUDirect-TCPXO)",
     "NVIDIA_H200_141GB": "NVIDIA H200 141GB",
-    "NVIDIA_B200": "NVIDIA B200",
-    "NVIDIA_GB200": "NVIDIA GB200",
-    "NVIDIA_RTX_PRO_6000": "NVIDIA RTX PRO 6000",
+    "NVIDIA_B200": "NVIDIA B200 180GB",
+    "NVIDIA_GB200": "NVIDIA GB200 180GB",
+    "NVIDIA_RTX_PRO_6000": "NVIDIA RTX PRO 6000 96GB",
 }
+
+# Memory of one GPU in GB (10^9 bytes, as the vendors and the ZeRO paper count), for `estimate`'s memory
+# planner. Source: Compute Engine's GPU table, https://cloud.google.com/compute/docs/gpus (GPU memory per
+# machine type divided by its GPU count: a4-highgpu-8g 1,440 GB / 8, a4x-highgpu-4g 720 GB / 4,
+# g4-standard-48 96 GB / 1; the P4 has 8 GB of GDDR5). Not every byte is the program's: the CUDA context and
+# the allocator keep some, which the planner's headroom covers.
+GPU_MEMORY_GB: dict[str, float] = {
+    "NVIDIA_TESLA_P4": 8.0,
+    "NVIDIA_TESLA_P100": 16.0,
+    "NVIDIA_TESLA_V100": 16.0,
+    "NVIDIA_TESLA_T4": 16.0,
+    "NVIDIA_TESLA_A100": 40.0,
+    "NVIDIA_A100_80GB": 80.0,
+    "NVIDIA_L4": 24.0,
+    "NVIDIA_H100_80GB": 80.0,
+    "NVIDIA_H100_MEGA_80GB": 80.0,
+    "NVIDIA_H200_141GB": 141.0,
+    "NVIDIA_B200": 180.0,
+    "NVIDIA_GB200": 180.0,
+    "NVIDIA_RTX_PRO_6000": 96.0,
+}
+GPU_MEMORY_SOURCE_URL = "https://cloud.google.com/compute/docs/gpus"
 
 # Names the API knows but Vertex training no longer offers, or offers only outside GPU pools.
 RETIRED_ACCELERATORS: dict[str, str] = {
@@ -190,7 +212,7 @@ REGIONS: tuple[str, ...] = (
     "me-central1", "me-central2", "me-west1", "africa-south1",
 )  # fmt: skip
 
-# Prebuilt Vertex training images (reference/vertex.md §3.3); only `:latest` is supported.
+# Prebuilt Vertex training images (docs/reference/vertex.md §3.3); only `:latest` is supported.
 DEFAULT_CONTAINER_URI = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 DEFAULT_REDUCTION_SERVER_CONTAINER_URI = (
     "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"

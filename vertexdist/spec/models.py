@@ -1,14 +1,18 @@
 """The job template models (pydantic v2): one flat `JobTemplate` mirroring `CustomTrainingJob.run()`.
 
-Field names follow design.md; see reference/vertex.md §2 and §4 for what each maps to in Vertex.
+Field names follow the SDK's `CustomTrainingJob.run()` (docs/templates.md lists them); see
+docs/reference/vertex.md §2 and §4 for what each maps to in Vertex.
 Per-field checks live here; checks across fields and against the machine catalog live in `rules`.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib.util
+import itertools
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -23,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from vertexdist.errors import VertexdistError
 from vertexdist.spec.catalog_data import (
@@ -61,6 +66,31 @@ def _duration(value: Any) -> Any:
     return int(seconds)
 
 
+def _param_count(value: Any) -> Any:
+    """7.5B, 350M, 1.3e9 or 350000000 -> a number of parameters; anything else a clear error."""
+    from vertexdist.estimate.units import UnitError, parse_params
+
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        if value is None:
+            return None
+        raise ValueError(f"{value!r} is not a parameter count")
+    try:
+        return parse_params(str(value))
+    except UnitError as exc:
+        raise ValueError(str(exc)) from None
+
+
+ParamCount = Annotated[
+    float,
+    BeforeValidator(_param_count),
+    WithJsonSchema(
+        {
+            "type": ["string", "number"],
+            "examples": ["7.5B", "350M", "1.3e9"],
+            "description": "A parameter count: a number with K, M, B (or G) or T, or written out.",
+        }
+    ),
+]
 ArgString = Annotated[
     str,
     BeforeValidator(_stringify_scalar),
@@ -92,6 +122,37 @@ def _resolve(value: Any, info: ValidationInfo) -> Any:
         return value
     path = Path(value).expanduser()
     return (path if path.is_absolute() else _base_dir(info) / path).resolve()
+
+
+# A folder of thousands of files is not searched for a did-you-mean.
+_NEIGHBOURS_LOOKED_AT = 2000
+
+
+def _shown_path(path: Path, info: ValidationInfo) -> str:
+    base = _base_dir(info).resolve()
+    return str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
+
+
+def not_found(
+    message: str, path: Path, info: ValidationInfo, fits: Callable[[Path], bool]
+) -> PydanticCustomError:
+    """An error for a path that does not exist, with the nearest name beside it that would do, if any."""
+    hint = None
+    if path.parent.is_dir():
+        names = [p.name for p in itertools.islice(path.parent.iterdir(), _NEIGHBOURS_LOOKED_AT) if fits(p)]
+        close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
+        if close:
+            hint = f"did you mean `{_shown_path(path.parent / close[0], info)}`?"
+    return PydanticCustomError("path_not_found", "{message}", {"message": message, "hint": hint})
+
+
+def _module_names(package: Path) -> list[str]:
+    found = itertools.islice(package.rglob("*.py"), _NEIGHBOURS_LOOKED_AT)
+    names = []
+    for file in found:
+        parts = file.relative_to(package.parent).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
 
 
 @functools.lru_cache(maxsize=1)
@@ -186,11 +247,16 @@ class TrainerSpec(_Strict):
 
     @field_validator("package")
     @classmethod
-    def _package_is_a_package(cls, value: Path | None) -> Path | None:
+    def _package_is_a_package(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is None:
             return value
         if not value.is_dir():
-            raise ValueError(f"package folder {str(value)!r} does not exist")
+            raise not_found(
+                f"package folder {str(value)!r} does not exist",
+                value,
+                info,
+                lambda p: (p / "__init__.py").is_file(),
+            )
         if not (value / "__init__.py").is_file():
             raise ValueError(f"{str(value)!r} is not a Python package: it has no __init__.py")
         if not value.name.isidentifier():
@@ -199,13 +265,18 @@ class TrainerSpec(_Strict):
 
     @field_validator("script")
     @classmethod
-    def _script_is_a_file(cls, value: Path | None) -> Path | None:
+    def _script_is_a_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is None:
             return value
         if value.suffix != ".py":
             raise ValueError(f"script {str(value)!r} must be a .py file")
         if not value.is_file():
-            raise ValueError(f"script {str(value)!r} does not exist")
+            raise not_found(
+                f"script {str(value)!r} does not exist",
+                value,
+                info,
+                lambda p: p.suffix == ".py" and p.is_file(),
+            )
         return value
 
     @field_validator("env")
@@ -240,7 +311,15 @@ class TrainerSpec(_Strict):
         exists = target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
         # The bundled trainer is ours and is checked by its own tests.
         if not exists and self.package != bundled_trainer_dir():
-            raise ValueError(f"module {module!r} has no file in {str(self.package)!r}")
+            close = difflib.get_close_matches(module, _module_names(self.package), n=1, cutoff=0.6)
+            raise PydanticCustomError(
+                "path_not_found",
+                "{message}",
+                {
+                    "message": f"module {module!r} has no file in {str(self.package)!r}",
+                    "hint": f"did you mean `{close[0]}`?" if close else None,
+                },
+            )
         object.__setattr__(self, "module", module)
         return self
 
@@ -267,16 +346,18 @@ class BuildSpec(_Strict):
 
     @field_validator("context")
     @classmethod
-    def _context_exists(cls, value: Path) -> Path:
+    def _context_exists(cls, value: Path, info: ValidationInfo) -> Path:
         if not value.is_dir():
-            raise ValueError(f"build context folder {str(value)!r} does not exist")
+            raise not_found(
+                f"build context folder {str(value)!r} does not exist", value, info, lambda p: p.is_dir()
+            )
         return value
 
     @field_validator("dockerfile")
     @classmethod
-    def _dockerfile_exists(cls, value: Path) -> Path:
+    def _dockerfile_exists(cls, value: Path, info: ValidationInfo) -> Path:
         if not value.is_file():
-            raise ValueError(f"Dockerfile {str(value)!r} does not exist")
+            raise not_found(f"Dockerfile {str(value)!r} does not exist", value, info, lambda p: p.is_file())
         return value
 
     @field_validator("repository")
@@ -393,6 +474,14 @@ class JobTemplate(_Strict):
     tensorboard: str | None = Field(
         default=None,
         description="Tensorboard resource: projects/P/locations/L/tensorboards/ID (needs service_account).",
+    )
+    model_params: ParamCount | None = Field(
+        default=None,
+        description=(
+            "Parameters of the model the job trains, e.g. 7.5B, 350M or 1.3e9 (K, M, B, T). Optional:"
+            " `vertexdist estimate` plans its memory per GPU (DDP, ZeRO-1/2/3, FSDP) from it, and"
+            " `validate` warns when no strategy the job can use fits its GPUs."
+        ),
     )
     build: BuildSpec | None = Field(
         default=None, description="Build the trainer into a container image instead of a Python package."

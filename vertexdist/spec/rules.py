@@ -1,7 +1,8 @@
 """Checks across fields and against the machine catalog. Each rule is a small function returning findings.
 
 Errors are what Vertex would reject (or silently get wrong, like a GPU type with count 0); warnings are what
-Vertex accepts but is probably a mistake. Sources: reference/vertex.md §2-§3, perf-reliability.md (b).
+Vertex accepts but is probably a mistake. Sources: docs/reference/vertex.md §2-§3,
+docs/reference/perf-reliability.md §(b).
 """
 
 from __future__ import annotations
@@ -118,13 +119,26 @@ def reduction_server_with_custom_image(t: JobTemplate) -> Iterator[Finding]:
         )
 
 
+def _runs_ddp_across_nodes(t: JobTemplate) -> bool:
+    """Whether the job's replicas form one process group: torchrun's always do, the bundled trainer's too;
+    code of your own under `launcher: python` runs once per machine and may never join the others (on GPUs
+    it most likely does, or it would leave them idle); a Ray job is ended by the launcher when a node goes
+    (spec/ray_rules.py has its checks)."""
+    launcher = t.trainer.launcher
+    if launcher == "ray":
+        return False
+    if launcher == "torchrun" or t.trainer.is_bundled:
+        return True
+    return _accelerator(t) is not None and t.accelerator_count > 0
+
+
 def ddp_restart_policy(t: JobTemplate) -> Iterator[Finding]:
-    # A Ray job does not hang: the launcher ends it when a node goes (spec/ray_rules.py has its checks).
-    if t.replica_count > 1 and not t.restart_job_on_worker_restart and t.trainer.launcher != "ray":
+    if t.replica_count > 1 and not t.restart_job_on_worker_restart and _runs_ddp_across_nodes(t):
+        backend = "NCCL" if _accelerator(t) is not None and t.accelerator_count > 0 else "gloo"
         yield Finding(
             "restart_job_on_worker_restart",
             "multi-node DDP without restart_job_on_worker_restart: if one worker restarts, the others hang"
-            " in NCCL until the collective timeout",
+            f" in {backend} until the collective timeout",
             "set restart_job_on_worker_restart: true and resume from checkpoints",
             "warning",
         )
@@ -174,6 +188,39 @@ def nproc_per_node_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
             "trainer.nproc_per_node",
             f"{wanted} processes per node on {t.accelerator_count} GPU(s): NCCL takes one GPU per rank",
             f"use nproc_per_node: {t.accelerator_count} (or leave it out: one process per GPU)",
+            "warning",
+        )
+
+
+def model_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
+    """With `model_params`: warn when no strategy the code can use fits its model states in the GPUs.
+
+    The memory model is `vertexdist estimate`'s (estimate/memory.py: ZeRO paper, mixed-precision Adam, 20%
+    kept for activations) over the job's data-parallel GPUs; model parallelism is not known here.
+    """
+    if t.model_params is None or catalog.gpu_memory_gb(t.accelerator_type) is None:
+        return
+    from vertexdist.estimate import memory
+
+    plan = memory.plan_memory(t.model_params, memory.template_layout(t), t.accelerator_type)
+    usable, fits = memory.usable_strategies(t), plan.fits
+    if not any(fits[s] for s in usable):
+        advice = memory.memory_advice(plan, usable)[0].message
+        yield Finding(
+            "model_params",
+            advice,
+            "more machines (replica_count), GPUs with more memory, or model parallelism: `vertexdist"
+            " estimate TEMPLATE --tensor-parallel N --pipeline-parallel M` shows what they need",
+            "warning",
+        )
+    elif memory.trainer_strategy(t) == "ddp" and not fits["ddp"] and "zero3" in usable:
+        gb = plan.per_gpu_gb
+        yield Finding(
+            "trainer.args",
+            f"the bundled trainer runs DDP here, whose model states need {memory.format_gb(gb['ddp'])} GB"
+            f" per GPU of the {plan.usable_gb:.3g} GB usable; FSDP over the {plan.layout.gpus} GPUs needs"
+            f" {memory.format_gb(gb['zero3'])} GB",
+            "add --strategy=fsdp to trainer.args",
             "warning",
         )
 
@@ -399,6 +446,7 @@ RULES: tuple[Rule, ...] = (
     launcher_options_need_a_launcher,
     python_launcher_leaves_gpus_idle,
     nproc_per_node_fits_gpus,
+    model_fits_gpus,
     gcs_uris,
     label_rules,
     location_known,

@@ -1,9 +1,9 @@
 """The loop that runs a study: start the trials it asks for through a launcher, read each trial's metric file
 into measurements, stop the trials it says to stop, settle the ones that end, until the job is done.
 
-One loop for both places trials run: `local-run` (trials as local jobs, `local_launcher`) and the emulator
-(trials as CustomJobs it runs, `emulator.tuning_service`). Cancelling stops every running trial and waits for
-them; whatever ends the loop, no trial is left running.
+One loop for both places trials run: `local-run` (trials as local jobs, `backends.local.trials`) and the
+emulator (trials as CustomJobs it runs, `emulator.tuning_service`). Cancelling stops every running trial and
+waits for them; whatever ends the loop, no trial is left running.
 """
 
 from __future__ import annotations

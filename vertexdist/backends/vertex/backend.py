@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vertexdist.backends.base import JobStatus, LogQuery, LogsPage
+from vertexdist.backends.base import NO_OPTIONS, JobStatus, LogQuery, LogsPage, SubmitOptions
 from vertexdist.backends.config import Target
 from vertexdist.backends.outputs import require_output_uri
 from vertexdist.backends.vertex.clients import Clients
@@ -50,12 +50,14 @@ class VertexBackend:
         self.logs_source: LogSource = log_source or CloudLoggingSource(target)
 
     # --- submit -----------------------------------------------------------------------------------
-    def dryrun(
-        self, template: JobTemplate, *, image_uri: str | None = None, resume_from: str | None = None
-    ) -> Submission:
-        """The exact request; `resume_from` is the output folder of the earlier job it continues."""
+    def dryrun(self, template: JobTemplate, options: SubmitOptions = NO_OPTIONS) -> Submission:
+        """The exact request, with `options.image_uri` for a `build` template's pools; `options.resume_from`
+        is the output folder (gs://) of the earlier job it continues."""
         return build_submission(
-            template, package_dir=self._package_dir, image_uri=image_uri, resume_from=resume_from
+            template,
+            package_dir=self._package_dir,
+            image_uri=options.image_uri,
+            resume_from=options.resume_from,
         )
 
     def recent_duplicates(self, submission: Submission, within_s: float) -> list[JobStatus]:
@@ -86,7 +88,7 @@ class VertexBackend:
         """Upload the sdist unless the bucket already holds it; True if uploaded."""
         return upload_package(submission, self.clients, self._call, progress)
 
-    def schedule(self, request: Submission) -> str:
+    def schedule(self, request: Submission, options: SubmitOptions = NO_OPTIONS) -> str:
         """Create the TrainingPipeline (or HyperparameterTuningJob); a transient failure is retried without
         ever creating two.
 

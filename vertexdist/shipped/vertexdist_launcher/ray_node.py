@@ -14,6 +14,7 @@ import ctypes
 import hashlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -138,13 +139,25 @@ def stop_node(node: subprocess.Popen[bytes] | None, grace_s: float = STOP_GRACE_
     _reap_children()
 
 
+def _links_dir() -> Path:
+    """This user's folder of short links, `<temp>/vxray-<uid>` (0700): the temp folder is every user's, and
+    one user's folder there is no other user's to write. Taken by another user: a fresh folder instead."""
+    uid = os.getuid()
+    links = Path(tempfile.gettempdir()) / f"{LINKS_DIR}-{uid}"
+    with contextlib.suppress(FileExistsError):
+        links.mkdir(mode=0o700)
+    info = os.lstat(links)
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
+        return links
+    return Path(tempfile.mkdtemp(prefix=f"{LINKS_DIR}-{uid}-"))
+
+
 def short_temp_dir(folder: Path) -> tuple[str, Path | None]:
     """A path for `folder` short enough for Ray's socket paths, and the link made for it (or None)."""
     folder.mkdir(parents=True, exist_ok=True)
     if len(str(folder)) <= MAX_TEMP_DIR_CHARS:
         return str(folder), None
-    links = Path(tempfile.gettempdir()) / LINKS_DIR
-    links.mkdir(mode=0o1777, exist_ok=True)
+    links = _links_dir()
     for old in links.iterdir():  # links left by launchers that were killed, to folders now gone
         if old.is_symlink() and not old.exists():
             with contextlib.suppress(OSError):
@@ -160,6 +173,9 @@ def remove_link(link: Path | None) -> None:
     if link is not None:
         with contextlib.suppress(OSError):
             link.unlink()
+        if link.parent.name.startswith(f"{LINKS_DIR}-{os.getuid()}-"):  # a fresh folder of _links_dir
+            with contextlib.suppress(OSError):
+                link.parent.rmdir()
 
 
 def log_tail(path: Path, lines: int = 12) -> list[str]:

@@ -1,34 +1,38 @@
 """The local backend: a template's job on this machine, behind the same interface as the Vertex backend.
 
 `dryrun(template)` packages and renders the template as submit does and returns the `LocalRequest` with its
-launch plan (what `local-run --plan` prints); `schedule(request)` runs exactly that plan and returns the job
-id. `describe`, `list`, `cancel` and `logs` address a job by that id: one started here, or the run folder an
-earlier `local-run` left (its `summary.json`). Each run folder keeps `job.json` (the CustomJobSpec),
-`plan.json`, `summary.json`, `logs/` and the replicas' working folders, all for the user only (files 0600,
-folders 0700). `job.json` and `plan.json` mask secret-looking env values as every printout does: nothing
-reads the real values back from them (a run is started from its template, and resuming one needs only its
-output folder), so the real values live only in the replicas' environments.
+launch plan (what `local-run --plan` prints); `schedule(request)` runs exactly that plan and returns the
+job id. `describe`, `list`, `cancel` and `logs` address a job by that id: one started here, or the run
+folder an earlier `local-run` left (its `summary.json`). A tuning template's request is a
+`LocalTuningRequest`, run (and described, listed, cancelled, read) by `backends.local.tuning`: its trials
+are local jobs of their own. Each run folder keeps `job.json` (the CustomJobSpec), `plan.json`,
+`summary.json`, `logs/` and the replicas' working folders, all for the user only (files 0600, folders
+0700). `job.json` and `plan.json` mask secret-looking env values as every printout does: nothing reads the
+real values back from them (a run is started from its template, and resuming one needs only its output
+folder), so the real values live only in the replicas' environments.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vertexdist.backends.base import JobStatus, LogQuery, LogsPage
-from vertexdist.backends.local_logs import LocalLogs
+from vertexdist.backends.base import NO_OPTIONS, JobResult, JobStatus, LogQuery, LogsPage, SubmitOptions
+from vertexdist.backends.local.logs import LocalLogs
+from vertexdist.backends.local.prepare import LocalOptions, prepare_request
+from vertexdist.backends.local.resume import local_path
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import VertexdistError
 from vertexdist.local.request import LocalRequest
-from vertexdist.local.resume import local_path
-from vertexdist.local.runner import JobEvent, JobResult, LocalJob
-from vertexdist.local.template_job import LocalOptions, prepare_request
+from vertexdist.local.runner import LocalJob
 from vertexdist.private_files import make_private_dir, write_private_json
 from vertexdist.render import mask_secrets, secret_values
 from vertexdist.spec.models import JobTemplate
+
+if TYPE_CHECKING:
+    from vertexdist.backends.local.tuning import LocalTuningBackend, LocalTuningRequest
 
 SUMMARY = "summary.json"
 
@@ -80,20 +84,53 @@ class LocalBackend:
         *,
         grace_s: float = 5.0,
         timeout_s: float | None = None,
+        seed: int | None = None,
     ) -> None:
         self.options = options or LocalOptions()
         self._grace_s = grace_s
         self._timeout_s = timeout_s
+        self._seed = seed
         self._jobs: dict[str, tuple[LocalRequest, LocalJob]] = {}
         self._lock = threading.Lock()
         self._logs = LocalLogs()
+        self._tuning_backend: LocalTuningBackend | None = None
+
+    @property
+    def tuning(self) -> LocalTuningBackend:
+        """The part that runs tuning templates (`seed` fixes their random and bayesian suggestions)."""
+        if self._tuning_backend is None:
+            from vertexdist.backends.local.tuning import LocalTuningBackend
+
+            self._tuning_backend = LocalTuningBackend(
+                self.options, grace_s=self._grace_s, timeout_s=self._timeout_s, seed=self._seed
+            )
+        return self._tuning_backend
+
+    def _is_tuning(self, name: str) -> bool:
+        with self._lock:
+            if name in self._jobs:
+                return False
+        return self.tuning.owns(name)
 
     # --- submit -----------------------------------------------------------------------------------
-    def dryrun(self, template: JobTemplate, *, scratch: Path | None = None) -> LocalRequest:
-        """The template's LocalRequest; with `scratch` nothing is made but its sdist there (a plan only)."""
-        return prepare_request(template, self.options, scratch=scratch)
+    def dryrun(
+        self, template: JobTemplate, options: SubmitOptions = NO_OPTIONS
+    ) -> LocalRequest | LocalTuningRequest:
+        """The template's LocalRequest (a LocalTuningRequest for a tuning template); with `options.scratch`
+        nothing is made but its sdist there (a plan only); `options.resume_from` is an earlier run (id or
+        folder) whose output folder the job continues."""
+        if template.tuning is not None:
+            return self.tuning.dryrun(template, options)
+        return prepare_request(
+            template, self.options, scratch=options.scratch, resume_from=options.resume_from
+        )
 
-    def schedule(self, request: LocalRequest, *, on_event: Callable[[JobEvent], None] | None = None) -> str:
+    def schedule(
+        self, request: LocalRequest | LocalTuningRequest, options: SubmitOptions = NO_OPTIONS
+    ) -> str:
+        """Start the request's job and return its id; `options.on_event` gets each state change."""
+        if not isinstance(request, LocalRequest):
+            return self.tuning.schedule(request, options)
         from vertexdist.local.job_services import JobServices
         from vertexdist.local.launch import identity_of, schedule
 
@@ -117,7 +154,7 @@ class LocalBackend:
 
         job = schedule(
             request,
-            on_event=on_event,
+            on_event=options.on_event,
             on_finish=write_summary,
             grace_s=self._grace_s,
             timeout_s=self._timeout_s,
@@ -162,6 +199,8 @@ class LocalBackend:
         return (self.options.runs_dir / name).resolve()
 
     def describe(self, name: str) -> JobStatus:
+        if self._is_tuning(name):
+            return self.tuning.describe(name)
         with self._lock:
             found = self._jobs.get(name)
         if found is not None:
@@ -189,23 +228,32 @@ class LocalBackend:
         )
 
     def list(self, limit: int = 50) -> list[JobStatus]:
-        """Jobs started here, then earlier run folders, newest first."""
+        """Jobs started here, then earlier run folders (tuning runs' too), newest first."""
         with self._lock:
             names = list(self._jobs)
+        if self._tuning_backend is not None:
+            names += [s.name for s in self._tuning_backend.list(limit)]
         runs = self.options.runs_dir
         if runs.is_dir():
             names += sorted((p.name for p in runs.iterdir() if (p / SUMMARY).is_file()), reverse=True)
         return [self.describe(name) for name in list(dict.fromkeys(names))[:limit]]
 
     def cancel(self, name: str) -> None:
+        if self._is_tuning(name):
+            self.tuning.cancel(name)
+            return
         self.job(name).cancel()
 
     def outputs(self, name: str) -> FolderOutputs:
         """The job's output folder in its run folder (`gcs/` holds what its replicas wrote to gs://)."""
+        if self._is_tuning(name):
+            return self.tuning.outputs(name)
         return FolderOutputs(require_output_uri(name, self.describe(name).spec), self.run_dir(name) / "gcs")
 
     def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage:
         """The job's replica log lines after `cursor` in time order (stdout INFO, stderr ERROR)."""
+        if self._is_tuning(name):
+            return self.tuning.logs(name, cursor, query)
         with self._lock:
             found = self._jobs.get(name)
         if found is not None:
