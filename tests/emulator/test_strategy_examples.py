@@ -27,8 +27,8 @@ def variant(example: Path, folder: Path, args: list[str]) -> Path:
     return path
 
 
-def submit(cli: Any, template: Path, data: Path, display_name: str) -> tuple[list[Path], Path]:
-    """Run the job through the emulator -> (its replicas' logs, its output folder in the emulator's GCS)."""
+def submit(cli: Any, template: Path, data: Path, display_name: str) -> list[Path]:
+    """Run the job through the emulator -> its replicas' logs."""
     flags = ("--emulator", "--follow", "--procs-per-replica", "2", "--emulator-data-dir", str(data))
     code, out, err = cli("submit", str(template), *flags)
     assert code == 0, out + err
@@ -36,33 +36,39 @@ def submit(cli: Any, template: Path, data: Path, display_name: str) -> tuple[lis
     [job] = list((data / "jobs").iterdir())
     logs = sorted((job / "logs").glob("workerpool*.log"))
     assert "vertexdist_launcher: workerpool1-0 is node 1 of 2, 2 process(es)" in logs[1].read_text()
+    return logs
+
+
+def output_folder(data: Path, display_name: str) -> Path:
+    """The job's output folder in the emulator's Cloud Storage (AIP_MODEL_DIR etc. are under it)."""
     [output] = list((data / "gcs" / "vertexdist-demo/staging/vertexdist/output" / display_name).iterdir())
-    return logs, output
+    return output
 
 
 def test_deepspeed_zero3_partitions_the_parameters_too(cli: Any, tmp_path: Path, examples: Any) -> None:
     args = ["--deepspeed_config=ds_zero3.json", "--steps=4", "--checkpoint-every=4"]
     template = variant(examples.ROOT / "deepspeed", tmp_path / "template", args)
-    logs, output = submit(cli, template, tmp_path / "emulator", "deepspeed-example")
+    logs = submit(cli, template, tmp_path / "emulator", "deepspeed-example")
     examples.check_deepspeed(logs, stage=3)
+    output = output_folder(tmp_path / "emulator", "deepspeed-example")
     examples.deepspeed_checkpoint(output / "checkpoints", "step4", stage=3)
 
 
 def test_the_pipeline_with_the_gpipe_schedule(cli: Any, tmp_path: Path, examples: Any) -> None:
     args = ["--schedule=gpipe", "--microbatches=4", "--steps=5"]
     template = variant(examples.ROOT / "pipeline", tmp_path / "template", args)
-    logs, output = submit(cli, template, tmp_path / "emulator", "pipeline-example")
+    logs = submit(cli, template, tmp_path / "emulator", "pipeline-example")
+    output = output_folder(tmp_path / "emulator", "pipeline-example")
     examples.check_pipeline(logs, output / "model", schedule="gpipe")
 
 
 def test_tensor_parallel_and_fsdp_on_one_mesh(cli: Any, tmp_path: Path, examples: Any) -> None:
-    logs, _ = submit(
-        cli, examples.ROOT / "tensor_parallel" / "job.yaml", tmp_path / "emulator", "tensor-parallel-example"
-    )
+    template = examples.ROOT / "tensor_parallel" / "job.yaml"
+    logs = submit(cli, template, tmp_path / "emulator", "tensor-parallel-example")
     examples.check_tensor_parallel(logs)
 
 
 def test_the_horovod_script_moved_to_ddp(cli: Any, tmp_path: Path, examples: Any) -> None:
     data = tmp_path / "emulator"
-    logs, _ = submit(cli, examples.ROOT / "horovod_to_ddp" / "job.yaml", data, "horovod-to-ddp-example")
+    logs = submit(cli, examples.ROOT / "horovod_to_ddp" / "job.yaml", data, "horovod-to-ddp-example")
     examples.check_horovod_to_ddp(logs, data / "gcs")
