@@ -11,6 +11,7 @@ The run folder is the user's alone (mode 0700): its files hold the job's spec.
 
 from __future__ import annotations
 
+import calendar
 import re
 import secrets
 import time
@@ -49,6 +50,17 @@ def new_job_id() -> str:
 def is_job_id(text: str) -> bool:
     """Whether `text` is a name `new_job_id` gives."""
     return re.fullmatch(r"local-\d{8}-\d{6}-[0-9a-f]{4}", text) is not None
+
+
+def job_id_time(text: str) -> float | None:
+    """When the job of id `text` was made (its UTC second, seconds since the epoch), None for other names."""
+    if not is_job_id(text):
+        return None
+    try:
+        made = time.strptime(text[len("local-") : len("local-YYYYmmdd-HHMMSS")], "%Y%m%d-%H%M%S")
+    except ValueError:
+        return None
+    return float(calendar.timegm(made))
 
 
 def require_docker(t: JobTemplate, *, need_daemon: bool) -> None:
