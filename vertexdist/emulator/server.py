@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from vertexdist.emulator.execution import JobRunner
 from vertexdist.emulator.faults import FaultPlan
+from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.local_runner import LocalBackendRunner
@@ -41,7 +42,7 @@ def _lock_data_dir(data_dir: Path) -> IO[str]:
 
     Two emulators on one folder would each mark the other's running jobs FAILED on start.
     """
-    handle = open(data_dir / ".lock", "a+")  # noqa: SIM115 - held open until stop()
+    handle = open(data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held open until stop()
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -153,6 +154,9 @@ class Emulator:
                 # Code in a job that uses google-cloud-storage reaches this emulator's, as on Vertex GCS.
                 self._local_runner.replica_env["STORAGE_EMULATOR_HOST"] = self.storage.endpoint
             self.http.start()
+            if self._temp is None and self.data_dir is not None:
+                # So `vertexdist status ID --emulator` elsewhere reaches this one (emulator.folder).
+                write_endpoints(self.data_dir, Endpoints(self.http.endpoint, self.storage.endpoint))
         except BaseException:
             self.stop()
             raise
@@ -171,6 +175,8 @@ class Emulator:
             self._release()
 
     def _release(self) -> None:
+        if self._temp is None and self.data_dir is not None:
+            remove_endpoints(self.data_dir)
         self._lock.close()
         if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)
