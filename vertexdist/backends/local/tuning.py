@@ -54,7 +54,7 @@ def prepare_tuning_request(
     t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
 ) -> LocalTuningRequest:
     from vertexdist.packaging import build_sdist, package_uri
-    from vertexdist.render_tuning import render_tuning_request
+    from vertexdist.render.tuning import render_tuning_request
 
     if options.docker:
         raise UsageError(
