@@ -19,10 +19,9 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from vertexdist.backends.base import (
-    with_project,
     NO_OPTIONS,
     TERMINAL_STATES,
     JobStatus,
@@ -32,10 +31,12 @@ from vertexdist.backends.base import (
     StateChange,
     SubmitOptions,
     TuningStatus,
+    with_project,
 )
 from vertexdist.backends.local.logs import LocalLogs
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_run
 from vertexdist.backends.local.resume import local_path
+from vertexdist.backends.local.run_folders import file_stamp, run_folders
 from vertexdist.backends.local.trials import LocalTrialLauncher, trial_default_output_uri
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
@@ -328,15 +329,11 @@ class LocalTuningBackend:
 
     def names(self) -> list[str]:
         """Ids of the tuning runs under the runs folder (those with a request.json), newest first."""
-        from vertexdist.backends.local.backend import run_folders
-
         return run_folders(self.options.runs_dir, REQUEST)
 
     def version(self, name: str) -> tuple[int, ...]:
         """What changes whenever `tuning(name)` would: a view may keep what it made of the run meanwhile."""
-        from vertexdist.backends.local.backend import _stamp
-
-        return _stamp(self.options.runs_dir / name, (SUMMARY, PROGRESS))
+        return file_stamp(self.options.runs_dir / name, (SUMMARY, PROGRESS))
 
     def _state_file(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """(request.json's body, the summary or, while the study runs, its progress)."""
@@ -348,9 +345,12 @@ class LocalTuningBackend:
 
     def trial_jobs(self, name: str) -> LocalBackend:
         """The run's trials as local jobs (a trial's id names its job): replicas, logs, outputs."""
-        from vertexdist.backends.local.backend import LocalBackend
+        # By name (the registry), not by import: the local backend is the one that holds this part.
+        from vertexdist.backends import create_backend
 
-        return LocalBackend(LocalOptions(runs_dir=self.run_dir(name) / "trials"))
+        return cast(
+            "LocalBackend", create_backend("local", LocalOptions(runs_dir=self.run_dir(name) / "trials"))
+        )
 
     def list(self, limit: int = 50) -> list[JobStatus]:
         """Runs started here, then earlier tuning run folders, newest first."""
