@@ -106,6 +106,14 @@ WALLS: dict[str, tuple[str, ...]] = {
     ),
     "vertexdist/emulator/": ("vertexdist.backends.vertex", "vertexdist.backends.local", "vertexdist.cli"),
     "trainer_pkg/": ("vertexdist",),
+    # The console reads jobs through the backends only: no second reader of run folders or the emulator.
+    "vertexdist/console/": (
+        "vertexdist.local.events",
+        "vertexdist.local.log_records",
+        "vertexdist.local.runner",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+    ),
     # Shipped with every job and run where vertexdist is not installed.
     "vertexdist/shipped/": ("vertexdist",),
     "vertexdist/render_tuning.py": (

@@ -344,6 +344,9 @@ def _command_lines() -> Iterator[tuple[Block, str]]:
             if block.lang not in ("bash", "console") or block.name:
                 continue
             for line in block.body:
+                # In a console block only `$ ` lines are commands (the others are what they print).
+                if block.lang == "console" and not line.startswith("$ "):
+                    continue
                 text = line[2:] if line.startswith("$ ") else line
                 if text.startswith("vertexdist ") and "$(" not in text:
                     yield block, text

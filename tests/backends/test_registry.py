@@ -16,7 +16,7 @@ from vertexdist.backends.config import Target
 from vertexdist.backends.local.prepare import LocalOptions
 from vertexdist.errors import UsageError
 
-METHODS = ("dryrun", "schedule", "describe", "list", "cancel", "logs", "outputs")
+METHODS = ("dryrun", "schedule", "describe", "replicas", "timeline", "list", "cancel", "logs", "outputs")
 
 
 def _shape(function: object) -> list[tuple[str, object, object]]:

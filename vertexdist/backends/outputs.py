@@ -18,6 +18,8 @@ from vertexdist.errors import VertexdistError
 from vertexdist.wire.gcs_uri import local_gs_path, parse_gs_uri
 
 READ_BYTES = 1 << 20
+# AIP_TENSORBOARD_LOG_DIR is `<output folder>/logs/` on Vertex and here (`local.environment.output_dirs`).
+TENSORBOARD_FOLDER = "logs"
 
 
 class NoOutputs(VertexdistError):
@@ -125,3 +127,22 @@ class FolderOutputs:
 
     def call(self, what: str, fetch: Callable[[], Any]) -> Any:
         return fetch()
+
+
+def is_event_file(path: str) -> bool:
+    """A TensorBoard event file (`events.out.tfevents.<time>.<host>...`), by its name."""
+    return ".tfevents." in path.rsplit("/", 1)[-1]
+
+
+def tensorboard_folder(source: OutputSource, cache: Path) -> Path:
+    """A folder on this machine with the job's TensorBoard event files (each run a subfolder): a local
+    job's own, else a copy under `cache`, brought up to date (only files that changed are fetched)."""
+    if isinstance(source, FolderOutputs):
+        return source.folder / TENSORBOARD_FOLDER
+    from vertexdist.backends.download import download
+
+    prefix = f"{TENSORBOARD_FOLDER}/"
+    download(
+        source, [f for f in source.files() if f.path.startswith(prefix) and is_event_file(f.path)], cache
+    )
+    return cache / TENSORBOARD_FOLDER

@@ -24,9 +24,6 @@ def status_lines(status: JobStatus) -> list[str]:
         if value:
             # A failed job's error carries its replica's last lines: keep them under the label.
             lines.append(f"  {label + ':':<13} {value}".replace("\n", "\n" + " " * 16))
-    outputs = (status.spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
-    if outputs:
-        lines.append(f"  {'outputs:':<13} {outputs}")
     pools = status.spec.get("workerPoolSpecs") or []
     for index, pool in enumerate(pools):
         if not pool:

@@ -36,7 +36,7 @@ AnyJobRef = Annotated[
 
 
 def status(
-    job: JobRef,
+    job: AnyJobRef,
     project: Project = None,
     location: Location = None,
     endpoint: Endpoint = None,
@@ -44,9 +44,10 @@ def status(
     as_json: AsJson = False,
 ) -> None:
     """Show a job's state, times and error. Exits 1 when the job failed or was cancelled."""
-    backend, name = job_backend(job, project, location, endpoint, transport)
+    backend, name = any_job_backend(job, project, location, endpoint, transport)
     found = backend.describe(name)
-    on_vertex = not backend.target.is_emulator
+    target = getattr(backend, "target", None)  # a Vertex backend's; a local one has none
+    on_vertex = target is not None and not target.is_emulator
     if as_json:
         typer.echo(
             json.dumps({**found.to_dict(), "where": where(found, name, on_vertex=on_vertex)}, indent=2)

@@ -43,6 +43,13 @@ def best_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def failed_hint(job: str, summary: dict[str, Any]) -> str:
+    """The commands that show why a tuning run failed: the first failed trial's log, and every trial."""
+    failed = [t["id"] for t in summary["trials"] if t["state"] == "INFEASIBLE" and not t["stoppedEarly"]]
+    logs = f"vertexdist logs {job} --trial {failed[0]}" if failed else f"vertexdist logs {job}"
+    return f"see why: {logs}; every trial: vertexdist trials {job}"
+
+
 def run_tuning(request: LocalRunRequest, *, plan_only: bool, json_events: bool) -> None:
     from vertexdist.cli.tuning_view import choose_view
     from vertexdist.jobs.local_run import plan_local, start_local_tuning
@@ -85,6 +92,4 @@ def run_tuning(request: LocalRunRequest, *, plan_only: bool, json_events: bool) 
     if state == "JOB_STATE_CANCELLED":
         raise typer.Exit(130)
     if state != "JOB_STATE_SUCCEEDED":
-        raise JobFailedError(
-            summary.get("error") or state, hint=f"each trial's logs: {run.run_dir / 'trials'}/ID/logs"
-        )
+        raise JobFailedError(summary.get("error") or state, hint=failed_hint(run.name, summary))

@@ -13,17 +13,19 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport
-from vertexdist.errors import UsageError
-from vertexdist.jobs.find import job_backend
+from vertexdist.jobs.find import any_job_backend
 
 if TYPE_CHECKING:
-    from vertexdist.backends.vertex.tuning_status import TuningStatus
+    from vertexdist.backends.base import TuningStatus
     from vertexdist.wire.trials import Trial
 
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "EXPIRED"})
 TuningJobRef = Annotated[
     str,
-    typer.Argument(help="Tuning job name (projects/P/locations/L/hyperparameterTuningJobs/ID) or its ID."),
+    typer.Argument(
+        help="Tuning job name (projects/P/locations/L/hyperparameterTuningJobs/ID) or its ID; or a local-run"
+        " tuning job id (local-...) or run folder."
+    ),
 ]
 
 
@@ -79,13 +81,8 @@ def trials(
     as_json: AsJson = False,
 ) -> None:
     """Show a tuning job's trials: parameters, state, final metric; the best marked with *."""
-    backend, name = job_backend(job, project, location, endpoint, transport)
-    if "/hyperparameterTuningJobs/" not in name:
-        raise UsageError(
-            f"{name} is not a hyperparameter tuning job",
-            hint="pass the name submit printed for a template with a `tuning:` section",
-        )
-    found = backend.tuning(name)
+    backend, name = any_job_backend(job, project, location, endpoint, transport)
+    found = backend.tuning_status(name)
     best = found.best
     if as_json:
         typer.echo(

@@ -86,6 +86,10 @@ def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
     return pipeline_name
 
 
+# What a local-run leaves in its run folder at once: a job's spec, or a tuning job's request.
+RUN_FOLDER_FILES = ("job.json", "request.json")
+
+
 def local_job(ref: str) -> tuple[LocalBackend, str] | None:
     """A local-run job: its id (a folder under .vertexdist/runs) or its run folder; None for other refs."""
     from vertexdist.backends.local import UnknownLocalJob
@@ -99,7 +103,7 @@ def local_job(ref: str) -> tuple[LocalBackend, str] | None:
                 f"no run folder {folder} for the local job {ref}",
                 hint="run this where local-run ran (its jobs go to .vertexdist/runs), or pass the run folder",
             )
-    elif not (folder.is_dir() and (folder / "job.json").is_file()):
+    elif not (folder.is_dir() and any((folder / name).is_file() for name in RUN_FOLDER_FILES)):
         return None
 
     folder = folder.resolve()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vertexdist.backends.base import JobStatus, LogChunk, ProgressFn, SubmitOptions
-from vertexdist.errors import VertexdistError
+from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.jobs.find import resume_output_dir, vertex_backend
 from vertexdist.wire.gcs_uri import is_gs_uri
 
@@ -188,11 +188,24 @@ class SubmitSession:
         return watch(self.backend, name, on_status=on_status, on_logs=on_logs, policy=policy)
 
 
+def _emulator_endpoint(where: Where, env: Mapping[str, str]) -> bool:
+    endpoint = where.endpoint or env.get("VERTEX_API_ENDPOINT") or ""
+    return endpoint.strip().startswith("http://")
+
+
 def resolve_target(
-    template: JobTemplate, where: Where, env: Mapping[str, str] = os.environ
+    template: JobTemplate,
+    where: Where,
+    env: Mapping[str, str] = os.environ,
+    *,
+    on_emulator: bool = False,
+    no_project_hint: str | None = None,
 ) -> tuple[JobTemplate, Target]:
-    """Where the job goes: flags > template > environment (see backends.config); the template follows."""
+    """Where the job goes: flags > template > environment (see backends.config); the template follows.
+    `on_emulator`: a job for an emulator needs no Google Cloud project (LOCAL_PROJECT when none is named)."""
+    from vertexdist.backends.config import LOCAL_PROJECT, NO_PROJECT_HINT
     from vertexdist.backends.config import resolve_target as resolve
+    from vertexdist.spec.models import project_id_problem
 
     target = resolve(
         env=env,
@@ -204,7 +217,15 @@ def resolve_target(
         staging_bucket=where.staging_bucket,
         api_endpoint=where.endpoint,
         transport=where.transport,
+        default_project=LOCAL_PROJECT if on_emulator or _emulator_endpoint(where, env) else None,
+        no_project_hint=no_project_hint or NO_PROJECT_HINT,
     )
+    problem = project_id_problem(target.project)
+    if problem:
+        source = (
+            "--project" if where.project else "the template" if template.project else "GOOGLE_CLOUD_PROJECT"
+        )
+        raise UsageError(f"{source}: {problem}", hint="use the project's id, e.g. my-project")
     updated = template.model_copy(
         update={
             "project": target.project,
@@ -260,7 +281,7 @@ def open_submission(
             env = {**env, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
             hooks.notice(f"emulator: {emu.vertex_endpoint} (storage {emu.storage_endpoint})")
             hooks.notice(f"emulator: jobs, logs and outputs (gs:// paths) under {emu.data_dir}")
-        template, target = resolve_target(template, where, env)
+        template, target = resolve_target(template, where, env, on_emulator=emulator is not None)
         resumed = None
         if resume is not None:
             resumed = resume_output_dir(

@@ -18,6 +18,7 @@ from typing import Any
 
 from vertexdist.errors import VertexdistError
 from vertexdist.local.environment import JobContext
+from vertexdist.local.events import recorder
 from vertexdist.local.job_services import JobServices, replica_base_env
 from vertexdist.local.metadata_server import JobIdentity
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, LaunchPlan
@@ -87,7 +88,8 @@ def schedule(
 
     return LocalJob(
         lambda: _ready(request, install or _default_install, services),
-        on_event=on_event,
+        # The run folder keeps every state change, for views in other processes (`vertexdist ui`).
+        on_event=recorder(request.run_dir, on_event),
         on_finish=finish,
         grace_s=grace_s,
         settle_s=settle_s,

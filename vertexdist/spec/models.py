@@ -389,6 +389,16 @@ _PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _DOMAIN_PROJECT_ID = re.compile(r"^[a-z0-9.-]+\.[a-z]{2,}:[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
+def project_id_problem(value: str) -> str | None:
+    """What is wrong with a Google Cloud project id (a template's, a flag's, the environment's), or None."""
+    if _PROJECT_ID.match(value) or _DOMAIN_PROJECT_ID.match(value):
+        return None
+    return (
+        f"{value!r} is not a project id: 6-30 lowercase letters, digits or hyphens,"
+        " starting with a letter and not ending with a hyphen"
+    )
+
+
 class JobTemplate(_Strict):
     """One distributed training job. The flat fields mirror `CustomTrainingJob.run()` of the Vertex SDK."""
 
@@ -401,7 +411,13 @@ class JobTemplate(_Strict):
     )
 
     display_name: str = Field(description="Name shown in the Vertex console (at most 128 characters).")
-    project: str = Field(description="Google Cloud project id, e.g. my-project.")
+    project: str | None = Field(
+        default=None,
+        description=(
+            "Google Cloud project id, e.g. my-project. Optional: submit takes --project first, then this,"
+            " then GOOGLE_CLOUD_PROJECT."
+        ),
+    )
     location: str = Field(default="us-central1", description="Vertex AI region, e.g. us-central1.")
     staging_bucket: str = Field(description="gs:// folder where the trainer package is uploaded.")
     base_output_dir: str | None = Field(
@@ -511,12 +527,10 @@ class JobTemplate(_Strict):
 
     @field_validator("project")
     @classmethod
-    def _project_id(cls, value: str) -> str:
-        if not (_PROJECT_ID.match(value) or _DOMAIN_PROJECT_ID.match(value)):
-            raise ValueError(
-                f"{value!r} is not a project id: 6-30 lowercase letters, digits or hyphens,"
-                " starting with a letter and not ending with a hyphen"
-            )
+    def _project_id(cls, value: str | None) -> str | None:
+        problem = None if value is None else project_id_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("display_name")

@@ -228,6 +228,16 @@ def model_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
 _BUCKET_URI = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s]*)?$")
 
 
+def project_from_flag_or_environment(t: JobTemplate) -> Iterator[Finding]:
+    if t.project is None:
+        yield Finding(
+            "project",
+            "no `project:`; submit takes it from --project, then GOOGLE_CLOUD_PROJECT",
+            "add `project: PROJECT_ID` to send this job to one project whatever the environment says",
+            "note",
+        )
+
+
 def gcs_uris(t: JobTemplate) -> Iterator[Finding]:
     for name in ("staging_bucket", "base_output_dir"):
         value = getattr(t, name)
@@ -447,6 +457,7 @@ RULES: tuple[Rule, ...] = (
     python_launcher_leaves_gpus_idle,
     nproc_per_node_fits_gpus,
     model_fits_gpus,
+    project_from_flag_or_environment,
     gcs_uris,
     label_rules,
     location_known,

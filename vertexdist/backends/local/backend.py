@@ -15,26 +15,123 @@ folder), so the real values live only in the replicas' environments.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vertexdist.backends.base import NO_OPTIONS, JobResult, JobStatus, LogQuery, LogsPage, SubmitOptions
+from vertexdist.backends.base import (
+    NO_OPTIONS,
+    TERMINAL_STATES,
+    JobResult,
+    JobStatus,
+    LogQuery,
+    LogsPage,
+    ReplicaInfo,
+    StateChange,
+    SubmitOptions,
+    TuningStatus,
+)
 from vertexdist.backends.local.logs import LocalLogs
-from vertexdist.backends.local.prepare import LocalOptions, prepare_request
+from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_request
 from vertexdist.backends.local.resume import local_path
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
-from vertexdist.errors import VertexdistError
+from vertexdist.errors import UsageError, VertexdistError
+from vertexdist.local.events import EVENTS, RecordedEvent, read_events
 from vertexdist.local.request import LocalRequest
 from vertexdist.local.runner import LocalJob
 from vertexdist.private_files import make_private_dir, write_private_json
 from vertexdist.render import mask_secrets, secret_values
 from vertexdist.spec.models import JobTemplate
+from vertexdist.wire.timestamps import format_ns
 
 if TYPE_CHECKING:
     from vertexdist.backends.local.tuning import LocalTuningBackend, LocalTuningRequest
 
 SUMMARY = "summary.json"
+RUN = "run.json"  # what the job is called and where it would run on Vertex, written when it starts
+
+
+def _rfc3339(seconds: float | None) -> str | None:
+    return None if seconds is None else format_ns(int(seconds * 1e9))
+
+
+def _short(state: str) -> str:
+    return state.removeprefix("JOB_STATE_")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A run folder's JSON file, or {} when it is missing or not (yet) whole."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _times(name: str, events: list[RecordedEvent], summary: dict[str, Any]) -> tuple[float | None, ...]:
+    """(created, started, ended) in seconds since the epoch: from the recorded events, else from the job id
+    (its UTC start second) and the summary's elapsed time (run folders from before events were kept)."""
+    created = job_id_time(name)  # the second the job was made: it is PENDING while its packages install
+    if created is None and events:
+        created = events[0].time
+    started = next((e.time for e in events if _short(e.job_state) == "RUNNING"), None)
+    ended = None
+    if events and _short(events[-1].job_state) in TERMINAL_STATES:
+        ended = events[-1].time
+    elif summary and created is not None and isinstance(summary.get("elapsed_s"), int | float):
+        ended = created + float(summary["elapsed_s"])
+    return created, started if started is not None else (created if summary else None), ended
+
+
+def _about_from_plan(run_dir: Path) -> dict[str, Any]:
+    """A run folder from before run.json: its region from the plan (what its replicas got as
+    CLOUD_ML_REGION)."""
+    replicas = _read_json(run_dir / "plan.json").get("replicas") or [{}]
+    env = replicas[0].get("env") if isinstance(replicas[0], dict) else None
+    region = env.get("CLOUD_ML_REGION") if isinstance(env, dict) else None
+    return {"location": region} if region else {}
+
+
+def run_folders(runs: Path, marker: str) -> list[str]:
+    """Names of the folders under `runs` that hold a file `marker`, newest first (job ids sort by time)."""
+    try:
+        entries = list(os.scandir(runs))
+    except OSError:
+        return []
+    return sorted(
+        (e.name for e in entries if e.is_dir() and os.path.isfile(os.path.join(e.path, marker))), reverse=True
+    )
+
+
+def _stamp(folder: Path, names: tuple[str, ...]) -> tuple[int, ...]:
+    """Size and modification time of each of `folder`'s files `names` (-1 for one that is missing)."""
+    stamp: list[int] = []
+    base = os.path.join(folder, "")  # strings, not Paths: a list page stats every run's files
+    for file in names:
+        try:
+            found = os.stat(base + file)
+        except OSError:
+            stamp += [-1, -1]
+            continue
+        stamp += [found.st_size, found.st_mtime_ns]
+    return tuple(stamp)
+
+
+def _machines(spec: dict[str, Any]) -> dict[int, str]:
+    pools = spec.get("workerPoolSpecs")
+    if not isinstance(pools, list):
+        return {}
+    return {
+        index: str(((pool or {}).get("machineSpec") or {}).get("machineType") or "")
+        for index, pool in enumerate(pools)
+        if isinstance(pool, dict)
+    }
+
+
+def _pool_of(replica: str) -> int:
+    head = replica.removeprefix("workerpool").split("-", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def summary_of(
@@ -137,6 +234,10 @@ class LocalBackend:
         run_dir = make_private_dir(request.run_dir)
         write_private_json(run_dir / "job.json", mask_secrets(dict(request.job.raw)))
         write_private_json(run_dir / "plan.json", request.to_dict())
+        write_private_json(
+            run_dir / RUN,
+            {"job_id": request.job_id, "display_name": request.display_name, "location": request.ctx.region},
+        )
         output_dir = request.job.output_uri_prefix
         output_path = local_path(output_dir, Path(request.ctx.gcs_root)) if output_dir else None
 
@@ -206,43 +307,145 @@ class LocalBackend:
         if found is not None:
             request, job = found
             error = job.error
+            state = _short(job.state.value)
+            created, started, ended = _times(name, read_events(request.run_dir), {})
             return JobStatus(
                 name=name,
                 display_name=request.display_name,
-                state=job.state.value.removeprefix("JOB_STATE_"),
+                state=state,
+                create_time=_rfc3339(created),
+                start_time=_rfc3339(started),
+                end_time=_rfc3339(ended) if state in TERMINAL_STATES else None,
                 error=error.message if error else None,
                 spec=mask_secrets(dict(request.job.raw)),
+                location=request.ctx.region,
             )
-        spec_path = self.run_dir(name) / "job.json"
-        spec = json.loads(spec_path.read_text()) if spec_path.is_file() else {}
-        if spec and not (self.run_dir(name) / SUMMARY).is_file():
+        run_dir = self.run_dir(name)
+        spec = mask_secrets(_read_json(run_dir / "job.json"))
+        about = _read_json(run_dir / RUN) or _about_from_plan(run_dir)
+        summary = _read_json(run_dir / SUMMARY)
+        events = read_events(run_dir)
+        if not (summary or events or spec):
+            self.summary(name)  # raises UnknownLocalJob, saying where it looked
+        created, started, ended = _times(name, events, summary)
+        if summary:
+            state = _short(str(summary.get("state", "")))
+            message = (summary.get("error") or {}).get("message")
+        elif events:
             # Started by a local-run in another process, which writes the summary when the job ends.
-            return JobStatus(name=name, display_name="", state="RUNNING", spec=mask_secrets(spec))
-        summary = self.summary(name)
+            state = _short(events[-1].job_state)
+            message = next((e.message for e in reversed(events) if e.replica is None and e.message), None)
+        else:
+            state, message = "RUNNING", None  # a run from before events were kept, not finished yet
         return JobStatus(
             name=name,
-            display_name=str(summary.get("display_name", "")),
-            state=str(summary.get("state", "")).removeprefix("JOB_STATE_"),
-            error=(summary.get("error") or {}).get("message"),
-            spec=mask_secrets(spec),
+            display_name=str(summary.get("display_name") or about.get("display_name") or ""),
+            state=state,
+            create_time=_rfc3339(created),
+            start_time=_rfc3339(started),
+            end_time=_rfc3339(ended) if state in TERMINAL_STATES else None,
+            error=message,
+            spec=spec,
+            location=str(about["location"]) if about.get("location") else None,
         )
 
-    def list(self, limit: int = 50) -> list[JobStatus]:
-        """Jobs started here, then earlier run folders (tuning runs' too), newest first."""
+    def version(self, name: str) -> tuple[int, ...] | None:
+        """What changes whenever `describe(name)` would (its run folder's files' sizes and times): a view
+        may keep what it made of a job while this stays the same. None for a job running here."""
+        with self._lock:
+            if name in self._jobs:
+                return None
+        # job.json and run.json are written once, before the job starts (and its events with it).
+        return _stamp(self.options.runs_dir / name, (SUMMARY, EVENTS))
+
+    def replicas(self, name: str) -> list[ReplicaInfo]:
+        """Every replica with its latest state and exit code: from the job itself when it runs here, else from
+        its run folder (the plan names them, the recorded events and then the summary tell their states)."""
+        if self._is_tuning(name):
+            return self.tuning.replicas(name)
+        with self._lock:
+            found = self._jobs.get(name)
+        machines = _machines(self.describe(name).spec)
+
+        def info(replica: str, state: str, exit_code: object = None, attempt: int = 0) -> ReplicaInfo:
+            pool = _pool_of(replica)
+            code = exit_code if isinstance(exit_code, int) else None
+            return ReplicaInfo(replica, pool, machines.get(pool, ""), state, code, attempt)
+
+        if found is not None:
+            return [info(r.name, r.state.value, r.exit_code, r.attempt) for r in found[1].replicas()]
+        run_dir = self.run_dir(name)
+        latest: dict[str, ReplicaInfo] = {}
+        for entry in _read_json(run_dir / "plan.json").get("replicas") or []:
+            if isinstance(entry, dict) and entry.get("name"):
+                latest[str(entry["name"])] = info(str(entry["name"]), "PENDING")
+        events = [e for e in read_events(run_dir) if e.replica is not None and e.replica_state is not None]
+        for event in events:
+            latest[str(event.replica)] = info(
+                str(event.replica), str(event.replica_state), event.exit_code, event.attempt
+            )
+        if not events:  # a run from before events were kept
+            for entry in _read_json(run_dir / SUMMARY).get("replicas") or []:
+                if isinstance(entry, dict) and entry.get("name"):
+                    replica = str(entry["name"])
+                    latest[replica] = info(replica, str(entry.get("state", "")), entry.get("exit_code"))
+        return sorted(latest.values(), key=lambda r: (r.pool, r.name))
+
+    def timeline(self, name: str) -> list[StateChange]:
+        """The job's state changes and its replicas', oldest first (the run folder's recorded events; a run
+        from before they were kept: its start and its end)."""
+        if self._is_tuning(name):
+            return self.tuning.timeline(name)
+        run_dir = self.run_dir(name)
+        events = read_events(run_dir)
+        if not events:
+            status = self.describe(name)
+            steps = [StateChange(status.create_time, "PENDING")] if status.create_time else []
+            if status.end_time:
+                steps.append(StateChange(status.end_time, status.state, message=status.error or ""))
+            return steps
+        changes: list[StateChange] = []
+        job_state = None
+        for event in events:
+            when = _rfc3339(event.time) or ""
+            if event.replica is not None and event.replica_state is not None:
+                changes.append(StateChange(when, event.replica_state, event.replica, event.exit_code))
+            elif _short(event.job_state) != job_state or event.message:
+                changes.append(StateChange(when, _short(event.job_state), message=event.message))
+            job_state = _short(event.job_state)
+        return changes
+
+    def names(self) -> list[str]:
+        """The ids of the jobs started here, then of the run folders of jobs (running or not, not tuning
+        runs: `tuning.names()`), newest first, without reading any job's files."""
         with self._lock:
             names = list(self._jobs)
-        if self._tuning_backend is not None:
-            names += [s.name for s in self._tuning_backend.list(limit)]
-        runs = self.options.runs_dir
-        if runs.is_dir():
-            names += sorted((p.name for p in runs.iterdir() if (p / SUMMARY).is_file()), reverse=True)
-        return [self.describe(name) for name in list(dict.fromkeys(names))[:limit]]
+        names += run_folders(self.options.runs_dir, "job.json")
+        return list(dict.fromkeys(names))
+
+    def list(self, limit: int = 50) -> list[JobStatus]:
+        """Jobs started here, then the run folders of jobs and tuning runs (running or not), newest first."""
+        with self._lock:
+            started = list(self._jobs)
+        folders = sorted(
+            [*run_folders(self.options.runs_dir, "job.json"), *self.tuning.names()], reverse=True
+        )
+        return [self.describe(name) for name in list(dict.fromkeys([*started, *folders]))[:limit]]
 
     def cancel(self, name: str) -> None:
         if self._is_tuning(name):
             self.tuning.cancel(name)
             return
         self.job(name).cancel()
+
+    def tuning_status(self, name: str) -> TuningStatus:
+        """A tuning run's status, study and trials (what `vertexdist trials` shows)."""
+        if not self._is_tuning(name):
+            raise UsageError(
+                f"{name} is not a tuning job: it has no trials",
+                hint=f"its state: vertexdist status {name}",
+            )
+        return self.tuning.tuning(name)
 
     def outputs(self, name: str) -> FolderOutputs:
         """The job's output folder in its run folder (`gcs/` holds what its replicas wrote to gs://)."""
@@ -254,6 +457,8 @@ class LocalBackend:
         """The job's replica log lines after `cursor` in time order (stdout INFO, stderr ERROR)."""
         if self._is_tuning(name):
             return self.tuning.logs(name, cursor, query)
+        if query is not None and query.trial is not None:
+            raise UsageError(f"{name} is not a tuning job: it has no trials", hint="drop --trial")
         with self._lock:
             found = self._jobs.get(name)
         if found is not None:
@@ -262,5 +467,8 @@ class LocalBackend:
             run_dir = self.run_dir(name)
             folder = run_dir / "logs"
             files = {p.stem: p for p in folder.glob("workerpool*.log")} if folder.is_dir() else {}
-            final = (run_dir / SUMMARY).is_file()
+            events = read_events(run_dir)
+            final = (run_dir / SUMMARY).is_file() or bool(
+                events and _short(events[-1].job_state) in TERMINAL_STATES
+            )
         return self._logs.page(files, cursor, query, final=final)

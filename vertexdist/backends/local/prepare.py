@@ -11,6 +11,7 @@ The run folder is the user's alone (mode 0700): its files hold the job's spec.
 
 from __future__ import annotations
 
+import calendar
 import re
 import secrets
 import time
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vertexdist.backends.base import LOCAL_PROJECT, with_project
 from vertexdist.backends.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
@@ -49,6 +51,17 @@ def new_job_id() -> str:
 def is_job_id(text: str) -> bool:
     """Whether `text` is a name `new_job_id` gives."""
     return re.fullmatch(r"local-\d{8}-\d{6}-[0-9a-f]{4}", text) is not None
+
+
+def job_id_time(text: str) -> float | None:
+    """When the job of id `text` was made (its UTC second, seconds since the epoch), None for other names."""
+    if not is_job_id(text):
+        return None
+    try:
+        made = time.strptime(text[len("local-") : len("local-YYYYmmdd-HHMMSS")], "%Y%m%d-%H%M%S")
+    except ValueError:
+        return None
+    return float(calendar.timegm(made))
 
 
 def require_docker(t: JobTemplate, *, need_daemon: bool) -> None:
@@ -131,7 +144,7 @@ def prepare_run(
     run_dir = (options.out or options.runs_dir / job_id).resolve()
     ctx = JobContext(
         job_id=job_id,
-        project=t.project,
+        project=t.project or LOCAL_PROJECT,
         region=t.location,
         gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
         procs_per_replica=options.procs_per_replica,
@@ -152,6 +165,7 @@ def prepare_request(
     `resume_from` names an earlier run (id or folder) whose output folder this run continues."""
     from vertexdist.render import render_job_spec
 
+    t = with_project(t)
     if options.docker:
         require_docker(t, need_daemon=scratch is None)
     run = prepare_run(t, options, scratch=scratch, resume_from=resume_from)
