@@ -38,10 +38,9 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
 from vertexdist.spec.tuning import TuningSpec
 
-SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
-BUNDLED_TRAINER = "trainer_pkg"
 # How a training replica starts the module. `python`: Vertex runs `python -m module` once per machine;
 # every other mode is one of the shipped launcher's (vertexdist_launcher.options.MODES).
 Launcher = Literal["python", "torchrun", "ray"]
