@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog, limits, ray_rules
+from vertexdist.spec import catalog, limits, ray_rules, strategy_rules
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -499,6 +499,7 @@ RULES: tuple[Rule, ...] = (
     build_repository_region,
     *limits.RULES,
     *ray_rules.RULES,
+    *strategy_rules.RULES,
     *TUNING_RULES,
 )
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertexdist.backends.base import (
-    with_project,
     NO_OPTIONS,
     TERMINAL_STATES,
     JobStatus,
@@ -32,6 +31,7 @@ from vertexdist.backends.base import (
     StateChange,
     SubmitOptions,
     TuningStatus,
+    with_project,
 )
 from vertexdist.backends.local.logs import LocalLogs
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_run
