@@ -227,4 +227,6 @@ def render_job_spec(
         spec["tensorboard"] = t.tensorboard
     if t.enable_web_access:
         spec["enableWebAccess"] = True
+    if t.persistent_resource_id is not None:
+        spec["persistentResourceId"] = t.persistent_resource_id
     return spec

@@ -484,6 +484,13 @@ class JobTemplate(_Strict):
     network: str | None = Field(
         default=None, description="VPC to peer with: projects/PROJECT_NUMBER/global/networks/NETWORK."
     )
+    persistent_resource_id: str | None = Field(
+        default=None,
+        description=(
+            "Run on the machines of this Vertex persistent resource (its id, in the job's project and"
+            " location) instead of provisioning new ones."
+        ),
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="GCP labels for the training pipeline.")
     enable_web_access: bool = Field(default=False, description="Interactive shell on the training replicas.")
     tensorboard: str | None = Field(
