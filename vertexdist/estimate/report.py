@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertexdist.estimate.advice import Advice, advise
 from vertexdist.estimate.communication import CommEstimate, estimate_communication
 from vertexdist.estimate.costs import CostEstimate, estimate_costs
 from vertexdist.estimate.memory import STRATEGIES, MemoryPlan, memory_advice, usable_strategies
 from vertexdist.spec import prices
-from vertexdist.spec.models import JobTemplate
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
 
 
 @dataclass(frozen=True)
