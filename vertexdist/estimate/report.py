@@ -10,6 +10,7 @@ from vertexdist.estimate.communication import CommEstimate, estimate_communicati
 from vertexdist.estimate.costs import CostEstimate, estimate_costs
 from vertexdist.estimate.memory import STRATEGIES, MemoryPlan, memory_advice, usable_strategies
 from vertexdist.spec import prices
+from vertexdist.spec.prices_data import PRICES_READ_ON, PRICES_SOURCE_URL
 
 if TYPE_CHECKING:
     from vertexdist.spec.models import JobTemplate
@@ -173,7 +174,7 @@ def to_json(e: Estimate) -> dict[str, Any]:
         "advice": [{"level": a.level, "message": a.message} for a in e.advice],
         "prices": {
             "basis": prices.BASIS,
-            "source": prices.PRICES_SOURCE_URL,
-            "read_on": prices.PRICES_READ_ON,
+            "source": PRICES_SOURCE_URL,
+            "read_on": PRICES_READ_ON,
         },
     }
