@@ -13,15 +13,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch is pinned for development: a CPU wheel of it is available locally, an unpinned one pulls GBs.
 	$(PY) -m pip install -q "torch==2.13.0" numpy
-	$(PY) -m pip install -q -e ".[dev,local,emulator,build,ray,docs,ui]"
+	$(PY) -m pip install -q -e ".[dev,local,emulator,build,ray,docs,ui,strategies]"
 	touch $(STAMP)
 
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# The whole project, with the pure core's strict flags (pyproject.toml); then the pure core under --strict
+# itself, so a flag that only the whole-program switch sets holds there too.
 typecheck: venv
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict vertexdist/spec vertexdist/wire vertexdist/estimate vertexdist/render
 
 # The console's browser tests drive Debian's Chromium through playwright (no browser download).
 browser:

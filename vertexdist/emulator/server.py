@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -26,11 +27,15 @@ from vertexdist.emulator.operations import Operations
 from vertexdist.emulator.output_sync import publish_outputs
 from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import EmulatorService
+from vertexdist.emulator.storage_mirror import STATE_FILE, StorageMirror
 from vertexdist.emulator.store import JobStore
 from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
+from vertexdist.local import gcs_mount
 from vertexdist.private_files import make_private_dir
 from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path
+
+_log = logging.getLogger(__name__)
 
 
 class DataDirInUse(VertexdistError):
@@ -90,6 +95,8 @@ class Emulator:
             self.storage = StorageEmulator(
                 port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
             )
+            # What every job's replicas see at /gcs: the emulated Cloud Storage's objects, kept in step.
+            self.mirror = StorageMirror(self.storage, self.data_dir / "gcs", self.data_dir / STATE_FILE)
             if runner is None:
                 runner = self._local_runner = LocalBackendRunner(
                     package_cache=self.data_dir / "package-cache",
@@ -104,6 +111,7 @@ class Emulator:
                 fetch_package=self._fetch,
                 hold_get_s=hold_get_s,
                 publish_outputs=self._publish,
+                stage_inputs=self.mirror.pull,
             )
             self.service = service
             self.tuning = TuningService(service, work_dir=self.data_dir)
@@ -124,7 +132,10 @@ class Emulator:
         return self.storage.download(uri, folder / key / uri.rsplit("/", 1)[-1])
 
     def _publish(self, spec: dict[str, Any]) -> list[str]:
+        """What the job wrote through /gcs, as objects: everything it changed (`mirror.push`), its output
+        folder checked too."""
         assert self.data_dir is not None
+        self.mirror.push()
         return publish_outputs(self.storage, self.data_dir / "gcs", spec)
 
     def _publish_artifacts(self, uri: str) -> int:
@@ -153,6 +164,9 @@ class Emulator:
             if self._local_runner is not None:
                 # Code in a job that uses google-cloud-storage reaches this emulator's, as on Vertex GCS.
                 self._local_runner.replica_env["STORAGE_EMULATOR_HOST"] = self.storage.endpoint
+                problem = gcs_mount.problem()
+                if problem is not None:  # said once, here; each job's replicas fail with it at /gcs
+                    _log.warning("warning: %s", problem)
             self.http.start()
             if self._temp is None and self.data_dir is not None:
                 # So `vertexdist status ID --emulator` elsewhere reaches this one (emulator.folder).
