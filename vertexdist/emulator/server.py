@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from vertexdist.emulator.execution import JobRunner
 from vertexdist.emulator.faults import FaultPlan
+from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.local_runner import LocalBackendRunner
@@ -46,7 +47,7 @@ def _lock_data_dir(data_dir: Path) -> IO[str]:
 
     Two emulators on one folder would each mark the other's running jobs FAILED on start.
     """
-    handle = open(data_dir / ".lock", "a+")  # noqa: SIM115 - held open until stop()
+    handle = open(data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held open until stop()
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -167,6 +168,9 @@ class Emulator:
                 if problem is not None:  # said once, here; each job's replicas fail with it at /gcs
                     _log.warning("warning: %s", problem)
             self.http.start()
+            if self._temp is None and self.data_dir is not None:
+                # So `vertexdist status ID --emulator` elsewhere reaches this one (emulator.folder).
+                write_endpoints(self.data_dir, Endpoints(self.http.endpoint, self.storage.endpoint))
         except BaseException:
             self.stop()
             raise
@@ -185,6 +189,8 @@ class Emulator:
             self._release()
 
     def _release(self) -> None:
+        if self._temp is None and self.data_dir is not None:
+            remove_endpoints(self.data_dir)
         self._lock.close()
         if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)
