@@ -521,3 +521,27 @@ def nobody() -> Iterator[Nobody]:
         yield Nobody(python, base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def no_user_namespaces() -> Callable[[Sequence[str]], list[str]]:
+    """`wrap(argv)`: argv run as a user that may make no user namespace, so /gcs cannot be mapped for it:
+    in a user namespace of its own whose limit is reached (the kernel answers ENOSPC, as it does where
+    user.max_user_namespaces is 0), mapped to a user other than root. The host's own limit is not touched.
+    Skips where this machine has no user namespaces to restrict."""
+    import shutil
+    import subprocess
+
+    def wrap(argv: Sequence[str]) -> list[str]:
+        script = (
+            "echo 1 > /proc/sys/user/max_user_namespaces"
+            ' && exec unshare --user --map-user=1000 --map-group=1000 "$@"'
+        )
+        return ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", *argv]
+
+    if shutil.which("unshare") is None:
+        pytest.skip("util-linux unshare is not installed")
+    probe = subprocess.run(wrap(["true"]), capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"no user namespace to restrict here: {probe.stderr.strip()}")
+    return wrap

@@ -12,8 +12,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport
-from vertexdist.jobs.find import any_job_backend
+from vertexdist.cli.jobs import place
+from vertexdist.cli.targets import (
+    EMULATOR_DATA_DIR,
+    AsJson,
+    EmulatorDataDir,
+    Endpoint,
+    JobLocation,
+    JobProject,
+    Transport,
+    UseEmulator,
+)
+from vertexdist.jobs.where import open_job
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import TuningStatus
@@ -74,15 +84,18 @@ def trial_json(trial: Trial, best: bool) -> dict[str, object]:
 
 def trials(
     job: TuningJobRef,
-    project: Project = None,
-    location: Location = None,
+    project: JobProject = None,
+    location: JobLocation = None,
     endpoint: Endpoint = None,
     transport: Transport = None,
+    emulator: UseEmulator = False,
+    emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
     as_json: AsJson = False,
 ) -> None:
     """Show a tuning job's trials: parameters, state, final metric; the best marked with *."""
-    backend, name = any_job_backend(job, project, location, endpoint, transport)
-    found = backend.tuning_status(name)
+    at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    with open_job(job, at) as (backend, name):
+        found = backend.tuning_status(name)
     best = found.best
     if as_json:
         typer.echo(

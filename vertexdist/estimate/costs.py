@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertexdist.render import REDUCTION_SERVER_DISK
 from vertexdist.spec import catalog, prices
-from vertexdist.spec.models import JobTemplate
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
 
 VERTEX_DEFAULT_TIMEOUT_HOURS = 7 * 24
 

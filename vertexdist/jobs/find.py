@@ -34,18 +34,32 @@ def project_backend(
     endpoint: str | None,
     transport: str | None,
     env: Mapping[str, str] = os.environ,
+    *,
+    no_project_hint: str | None = None,
 ) -> VertexBackend:
     """The backend for a project and location named by the flags or the environment."""
-    from vertexdist.backends.config import resolve_target
+    from vertexdist.backends.config import NO_PROJECT_HINT, resolve_target
 
     target = resolve_target(
-        env=env, project=project, location=location, api_endpoint=endpoint, transport=transport
+        env=env,
+        project=project,
+        location=location,
+        api_endpoint=endpoint,
+        transport=transport,
+        no_project_hint=no_project_hint or NO_PROJECT_HINT,
     )
     return vertex_backend(target)
 
 
 def job_backend(
-    job: str, project: str | None, location: str | None, endpoint: str | None, transport: str | None
+    job: str,
+    project: str | None,
+    location: str | None,
+    endpoint: str | None,
+    transport: str | None,
+    env: Mapping[str, str] = os.environ,
+    *,
+    no_project_hint: str | None = None,
 ) -> tuple[VertexBackend, str]:
     """The backend that holds `job`, and the job's full resource name. A full name's own project and
     location win over the flags; a bare id takes them from the flags or the environment."""
@@ -55,7 +69,7 @@ def job_backend(
     parts = parse_job_name(job)
     if parts:
         project, location = parts["project"], parts["location"]
-    backend = project_backend(project, location, endpoint, transport)
+    backend = project_backend(project, location, endpoint, transport, env, no_project_hint=no_project_hint)
     name = job_name(job, backend.target)
     if not parts:
         name = _pipeline_or_custom_job(backend, name)

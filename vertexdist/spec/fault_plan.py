@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from vertexdist.errors import Problem, TemplateError
 from vertexdist.spec import catalog, limits
 from vertexdist.spec.durations import parse_duration
-from vertexdist.spec.yaml_source import SourceMap, YamlSourceError, _walk, check_expansion
+from vertexdist.spec.yaml_source import SourceMap, YamlSourceError, load_yaml_document
 
 GCE_PREEMPTION_GRACE_S = 30.0
 _REPLICA = re.compile(r"^workerpool[0-3]-\d+$")
@@ -245,40 +245,14 @@ def _check_entry(
 
 def parse_fault_plan(text: str, file: str = "<fault plan>") -> FaultPlan:
     """The plan written in `text`; raises FaultPlanError naming every bad entry and field."""
-    import yaml
-
-    from vertexdist.spec.yaml_source import _Loader
-
-    loader = _Loader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return FaultPlan((), file)
-        check_expansion(node, max_values=limits.YAML_VALUES, max_depth=limits.YAML_DEPTH)
-        source = SourceMap()
-        _walk(node, (), source, set())
-        data = loader.construct_document(node)
+        data, source = load_yaml_document(text, max_values=limits.YAML_VALUES, max_depth=limits.YAML_DEPTH)
     except YamlSourceError as exc:
         raise FaultPlanError(
             [Problem(file, exc.position.line, exc.position.col, exc.path, exc.message, exc.hint)]
         ) from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise FaultPlanError(
-            [
-                Problem(
-                    file,
-                    line,
-                    col,
-                    "",
-                    f"invalid YAML: {exc.problem or exc.context}",
-                    "check the indentation",
-                )
-            ]
-        ) from None
-    finally:
-        loader.dispose()
+    if data is None:
+        return FaultPlan((), file)
     if not isinstance(data, list):
         raise FaultPlanError(
             [

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vertexdist.errors import Problem, TemplateError, UsageError
+from vertexdist.sizes import human_size
 from vertexdist.spec import limits, partial
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
@@ -218,7 +219,7 @@ def _read_template(path: Path) -> str:
     with path.open("rb") as handle:
         data = handle.read(limits.TEMPLATE_FILE_BYTES + 1)
     if len(data) > limits.TEMPLATE_FILE_BYTES:
-        raise _TooLarge(f"the file is over {limits.human_size(limits.TEMPLATE_FILE_BYTES)}; not read")
+        raise _TooLarge(f"the file is over {human_size(limits.TEMPLATE_FILE_BYTES)}; not read")
     return data.decode("utf-8")
 
 

@@ -38,11 +38,10 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
 from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
 
-SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
-BUNDLED_TRAINER = "trainer_pkg"
 # How a training replica starts the module. `python`: Vertex runs `python -m module` once per machine;
 # every other mode is one of the shipped launcher's (vertexdist_launcher.options.MODES).
 Launcher = Literal["python", "torchrun", "ray"]
@@ -485,6 +484,13 @@ class JobTemplate(_Strict):
     service_account: str | None = Field(default=None, description="Service account email the job runs as.")
     network: str | None = Field(
         default=None, description="VPC to peer with: projects/PROJECT_NUMBER/global/networks/NETWORK."
+    )
+    persistent_resource_id: str | None = Field(
+        default=None,
+        description=(
+            "Run on the machines of this Vertex persistent resource (its id, in the job's project and"
+            " location) instead of provisioning new ones."
+        ),
     )
     labels: dict[str, str] = Field(default_factory=dict, description="GCP labels for the training pipeline.")
     enable_web_access: bool = Field(default=False, description="Interactive shell on the training replicas.")

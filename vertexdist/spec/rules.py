@@ -414,6 +414,33 @@ def identity_and_network(t: JobTemplate) -> Iterator[Finding]:
             )
 
 
+# Vertex's rule for a PersistentResource id (projects.locations.persistentResources.create, query parameter
+# persistentResourceId): at most 63 characters of /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/.
+PERSISTENT_RESOURCE_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+_PERSISTENT_RESOURCE_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/persistentResources/([^/]+)$")
+
+
+def persistent_resource_id_problem(value: str) -> tuple[str, str] | None:
+    """What is wrong with a persistent resource id, and what would be right; None when Vertex takes it."""
+    if PERSISTENT_RESOURCE_ID.match(value):
+        return None
+    named = _PERSISTENT_RESOURCE_NAME.match(value)
+    if named:
+        return (f"{value!r} is a resource name, not an id", f"write only its id: {named.group(3)}")
+    return (
+        f"{value!r} is not a persistent resource id",
+        "Vertex takes 1-63 characters of a-z, 0-9 and -, starting with a letter and not ending with -",
+    )
+
+
+def persistent_resource(t: JobTemplate) -> Iterator[Finding]:
+    if t.persistent_resource_id is None:
+        return
+    problem = persistent_resource_id_problem(t.persistent_resource_id)
+    if problem is not None:
+        yield Finding("persistent_resource_id", problem[0], problem[1])
+
+
 def env_limits(t: JobTemplate) -> Iterator[Finding]:
     if len(t.trainer.env) > limits.ENV_VARS:
         yield Finding(
@@ -468,6 +495,7 @@ RULES: tuple[Rule, ...] = (
     boot_disk_size_range,
     container_is_prebuilt,
     identity_and_network,
+    persistent_resource,
     env_limits,
     build_repository_region,
     *limits.RULES,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from vertexdist.tuning.hypertune import ReportLog
@@ -26,6 +27,15 @@ STOP_WAIT_S = 30.0
 class TrialEnd:
     succeeded: bool
     message: str = ""
+
+
+def metric_file_text(path: Path) -> str:
+    """A trial's cloudml-hypertune metric file as it is now: "" before the first report (no file yet), or
+    if it cannot be read; bytes that are not UTF-8 (a torn write) replaced, for `hypertune` to skip."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 class TrialHandle(Protocol):

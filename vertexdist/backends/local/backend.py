@@ -15,7 +15,6 @@ folder), so the real values live only in the replicas' environments.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from vertexdist.backends.base import (
 from vertexdist.backends.local.logs import LocalLogs
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_request
 from vertexdist.backends.local.resume import local_path
+from vertexdist.backends.local.run_folders import file_stamp, run_folders
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.local.events import EVENTS, RecordedEvent, read_events
@@ -91,31 +91,6 @@ def _about_from_plan(run_dir: Path) -> dict[str, Any]:
     env = replicas[0].get("env") if isinstance(replicas[0], dict) else None
     region = env.get("CLOUD_ML_REGION") if isinstance(env, dict) else None
     return {"location": region} if region else {}
-
-
-def run_folders(runs: Path, marker: str) -> list[str]:
-    """Names of the folders under `runs` that hold a file `marker`, newest first (job ids sort by time)."""
-    try:
-        entries = list(os.scandir(runs))
-    except OSError:
-        return []
-    return sorted(
-        (e.name for e in entries if e.is_dir() and os.path.isfile(os.path.join(e.path, marker))), reverse=True
-    )
-
-
-def _stamp(folder: Path, names: tuple[str, ...]) -> tuple[int, ...]:
-    """Size and modification time of each of `folder`'s files `names` (-1 for one that is missing)."""
-    stamp: list[int] = []
-    base = os.path.join(folder, "")  # strings, not Paths: a list page stats every run's files
-    for file in names:
-        try:
-            found = os.stat(base + file)
-        except OSError:
-            stamp += [-1, -1]
-            continue
-        stamp += [found.st_size, found.st_mtime_ns]
-    return tuple(stamp)
 
 
 def _machines(spec: dict[str, Any]) -> dict[int, str]:
@@ -356,7 +331,7 @@ class LocalBackend:
             if name in self._jobs:
                 return None
         # job.json and run.json are written once, before the job starts (and its events with it).
-        return _stamp(self.options.runs_dir / name, (SUMMARY, EVENTS))
+        return file_stamp(self.options.runs_dir / name, (SUMMARY, EVENTS))
 
     def replicas(self, name: str) -> list[ReplicaInfo]:
         """Every replica with its latest state and exit code: from the job itself when it runs here, else from

@@ -19,7 +19,7 @@ from vertexdist.local.gpus import host_gpus
 from vertexdist.local.launch import schedule
 from vertexdist.local.request import build_request
 from vertexdist.local.runner import JobState, LocalJob
-from vertexdist.tuning.driver import TrialEnd
+from vertexdist.tuning.driver import TrialEnd, metric_file_text
 from vertexdist.tuning.study import TrialRecord
 from vertexdist.tuning.trials import trial_job_spec
 from vertexdist.wire.job_spec import parse_job_spec
@@ -81,10 +81,7 @@ class LocalTrial:
         return TrialEnd(state is JobState.SUCCEEDED, error.message if error else "")
 
     def metrics_text(self) -> str:
-        try:
-            return self._metric_file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
+        return metric_file_text(self._metric_file)
 
     def stop(self) -> None:
         self.job.cancel()

@@ -19,7 +19,7 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from vertexdist.backends.base import (
     NO_OPTIONS,
@@ -36,6 +36,7 @@ from vertexdist.backends.base import (
 from vertexdist.backends.local.logs import LocalLogs
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_run
 from vertexdist.backends.local.resume import local_path
+from vertexdist.backends.local.run_folders import file_stamp, run_folders
 from vertexdist.backends.local.trials import LocalTrialLauncher, trial_default_output_uri
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
@@ -93,7 +94,7 @@ def prepare_tuning_request(
     t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
 ) -> LocalTuningRequest:
     from vertexdist.packaging import build_sdist, package_uri
-    from vertexdist.render_tuning import render_tuning_request
+    from vertexdist.render.tuning import render_tuning_request
 
     if options.docker:
         raise UsageError(
@@ -328,15 +329,11 @@ class LocalTuningBackend:
 
     def names(self) -> list[str]:
         """Ids of the tuning runs under the runs folder (those with a request.json), newest first."""
-        from vertexdist.backends.local.backend import run_folders
-
         return run_folders(self.options.runs_dir, REQUEST)
 
     def version(self, name: str) -> tuple[int, ...]:
         """What changes whenever `tuning(name)` would: a view may keep what it made of the run meanwhile."""
-        from vertexdist.backends.local.backend import _stamp
-
-        return _stamp(self.options.runs_dir / name, (SUMMARY, PROGRESS))
+        return file_stamp(self.options.runs_dir / name, (SUMMARY, PROGRESS))
 
     def _state_file(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """(request.json's body, the summary or, while the study runs, its progress)."""
@@ -348,9 +345,12 @@ class LocalTuningBackend:
 
     def trial_jobs(self, name: str) -> LocalBackend:
         """The run's trials as local jobs (a trial's id names its job): replicas, logs, outputs."""
-        from vertexdist.backends.local.backend import LocalBackend
+        # By name (the registry), not by import: the local backend is the one that holds this part.
+        from vertexdist.backends import create_backend
 
-        return LocalBackend(LocalOptions(runs_dir=self.run_dir(name) / "trials"))
+        return cast(
+            "LocalBackend", create_backend("local", LocalOptions(runs_dir=self.run_dir(name) / "trials"))
+        )
 
     def list(self, limit: int = 50) -> list[JobStatus]:
         """Runs started here, then earlier tuning run folders, newest first."""
