@@ -22,6 +22,7 @@ from vertexdist.sizes import human_size
 from vertexdist.spec import limits, partial
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
+from vertexdist.spec.recovery import FallbackSpec, RecoverySpec
 from vertexdist.spec.rules import RULES, check_template
 from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 from vertexdist.spec.yaml_source import Loc, SourceMap, YamlSourceError, load_yaml_mapping
@@ -71,13 +72,20 @@ def _dotted(loc: Loc) -> str:
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
     """The model whose fields the mapping at `loc` holds (for did-you-mean on unknown keys)."""
-    nested: dict[str, type[BaseModel]] = {"trainer": TrainerSpec, "build": BuildSpec, "tuning": TuningSpec}
+    nested: dict[str, type[BaseModel]] = {
+        "trainer": TrainerSpec,
+        "build": BuildSpec,
+        "tuning": TuningSpec,
+        "recovery": RecoverySpec,
+    }
     if not loc:
         return JobTemplate
     if len(loc) == 1 and isinstance(loc[0], str):
         return nested.get(loc[0])
     if len(loc) == 3 and loc[:2] == ("tuning", "parameter_spec"):
         return ParameterSpec
+    if len(loc) == 3 and loc[:2] == ("recovery", "fallback"):
+        return FallbackSpec
     return None
 
 

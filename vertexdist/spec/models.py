@@ -39,6 +39,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
 from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
+from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
 
 # How a training replica starts the module. `python`: Vertex runs `python -m module` once per machine;
@@ -511,6 +512,13 @@ class JobTemplate(_Strict):
     tuning: TuningSpec | None = Field(
         default=None,
         description="Make it a hyperparameter tuning job: the job runs once per trial, with its values.",
+    )
+    recovery: RecoverySpec | None = Field(
+        default=None,
+        description=(
+            "What `submit --managed` does when an attempt is preempted, stocked out, refused for quota or"
+            " fails: how many new attempts, and the fallback places to try."
+        ),
     )
 
     _source_path: Path | None = PrivateAttr(default=None)

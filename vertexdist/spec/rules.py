@@ -21,6 +21,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
+from vertexdist.spec.recovery_rules import RECOVERY_RULES
 from vertexdist.spec.tuning_rules import TUNING_RULES
 
 if TYPE_CHECKING:
@@ -501,6 +502,7 @@ RULES: tuple[Rule, ...] = (
     *ray_rules.RULES,
     *strategy_rules.RULES,
     *TUNING_RULES,
+    *RECOVERY_RULES,
 )
 
 
