@@ -33,11 +33,9 @@ SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
 
 
 def local_path(uri: str) -> Path:
-    """Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage FUSE); vertexdist's local runs keep
-    gs:// under VERTEXDIST_GCS_ROOT instead."""
-    if uri.startswith("gs://"):
-        return Path(os.environ.get("VERTEXDIST_GCS_ROOT", "/gcs")) / uri.removeprefix("gs://")
-    return Path(uri)
+    """Where gs://BUCKET/path is for the script: Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage
+    FUSE), so gs://BUCKET/path is the file path /gcs/BUCKET/path. A plain path stays as it is."""
+    return Path(uri.replace("gs://", "/gcs/", 1) if uri.startswith("gs://") else uri)
 
 
 class Block(nn.Module):

@@ -245,6 +245,18 @@ def test_the_idiom_through_local_run_as_root_lands_in_the_run_folder_and_resumes
         "model/rank-0.txt",
         "model/rank-1.txt",
     ]
+    downloaded = tmp_path / "downloaded"
+    argv = _cli(sys.executable, "outputs", str(first), "--download", str(downloaded))
+    fetched = _local_run(argv, cwd=tmp_path)
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    got = {p.relative_to(downloaded).as_posix(): p.read_text() for p in downloaded.rglob("*") if p.is_file()}
+    assert got == {
+        "checkpoints/step.txt": "1",
+        "model/child-0.txt": "child",
+        "model/child-1.txt": "child",
+        "model/rank-0.txt": "rank 0 uid 0\n",
+        "model/rank-1.txt": "rank 1 uid 0\n",
+    }
 
     # The next run of the template resumes through /gcs from what the first wrote there.
     argv = _cli(sys.executable, "local-run", str(template), "--out", str(second), "--resume-from", str(first))

@@ -127,7 +127,7 @@ def test_a_deepspeed_config_that_does_not_parse_is_one_clear_line_before_anythin
 
 
 def test_the_pipeline_runs_one_stage_per_process_across_both_machines_1f1b(
-    workdir: Path, tmp_path: Path, examples: Any
+    workdir: Path, tmp_path: Path, examples: Any, host_gcs: Any
 ) -> None:
     result = local_run(examples.ROOT / "pipeline" / "job.yaml", tmp_path / "run", cwd=workdir)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -144,7 +144,7 @@ def test_tensor_parallel_inside_a_machine_and_fsdp_across_machines(
 
 
 def test_the_horovod_script_moved_to_ddp_runs_and_averages_its_metric(
-    workdir: Path, tmp_path: Path, examples: Any
+    workdir: Path, tmp_path: Path, examples: Any, host_gcs: Any
 ) -> None:
     result = local_run(examples.ROOT / "horovod_to_ddp" / "job.yaml", tmp_path / "run", cwd=workdir)
     assert result.returncode == 0, result.stdout + result.stderr

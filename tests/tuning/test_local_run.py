@@ -55,7 +55,7 @@ def _summary(out: Path) -> dict[str, Any]:
 
 
 def test_grid_covers_the_grid_once_and_ends_with_the_best_trial(
-    workdir: Path, tmp_path: Path, tuning_template: Template
+    workdir: Path, tmp_path: Path, tuning_template: Template, host_gcs: Any
 ) -> None:
     out = tmp_path / "run"
     result = _run(str(tuning_template(GRID, args=["--x=0.3"])), "--out", str(out), cwd=workdir)

@@ -30,11 +30,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def local_path(uri: str) -> Path:
-    """Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage FUSE); vertexdist's local runs keep
-    gs:// under VERTEXDIST_GCS_ROOT instead."""
-    if uri.startswith("gs://"):
-        return Path(os.environ.get("VERTEXDIST_GCS_ROOT", "/gcs")) / uri.removeprefix("gs://")
-    return Path(uri)
+    """Where gs://BUCKET/path is for the script: Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage
+    FUSE), so gs://BUCKET/path is the file path /gcs/BUCKET/path. A plain path stays as it is."""
+    return Path(uri.replace("gs://", "/gcs/", 1) if uri.startswith("gs://") else uri)
 
 
 def read_config(name: str) -> dict[str, Any]:
