@@ -104,3 +104,6 @@ def test_help_metavars_read_like_gcloud() -> None:
     assert "--project PROJECT_ID " in helps["submit"]
     assert "--transport grpc|rest " in helps["list"]
     assert "\n  JOB  " in helps["status"]
+    # Issue 27: `list` and `trials --help` spoke of "the template's" project though they take no template.
+    for command in ("list", "trials", "status", "logs", "outputs", "cancel"):
+        assert "template" not in helps[command], command

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
+from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,7 +156,12 @@ def _field_names(model: type) -> set[str]:
 
 @pytest.mark.parametrize(
     ("model", "page"),
-    [(JobTemplate, "templates.md"), (TrainerSpec, "templates.md"), (BuildSpec, "templates.md")],
+    [
+        (JobTemplate, "templates.md"),
+        (TrainerSpec, "templates.md"),
+        (BuildSpec, "templates.md"),
+        (RecoverySpec, "templates.md"),
+    ],
 )
 def test_the_template_page_has_a_row_for_every_field(model: type, page: str) -> None:
     text = (REPO / "docs" / page).read_text()

@@ -4,8 +4,9 @@ A fenced block after `<!-- walkthrough: NAME [slow] [emulator] -->` in README.md
 page's order, in one working folder per page that holds a copy of the repository's templates and examples
 (docs/architecture.md, "Adding a page"):
 
-- `console`: each `$ ` line runs in one bash session (variables carry over, the first failure stops it); the
-  lines shown after a command must appear in its output, in order: `...` alone skips any lines, `…` inside a
+- `console`: each `$ ` line runs in one bash session (variables carry over); each must exit 0 unless the next
+  line is `$ echo $?`, whose shown output is the code expected; the lines shown after a command must appear in
+  its output, in order: `...` alone skips any lines, `…` inside a
   line matches any text, runs of spaces match any run of spaces;
 - `bash`: the block runs as a script (it sets up files for the blocks after it);
 - `python`, marked `emulator`: the block runs twice against one `vertexdist emulator start`, with its two
@@ -233,20 +234,31 @@ def _emulator(emulators: dict[str, Emulator], data: Path) -> Emulator:
 
 
 def _run_console(block: Block, cwd: Path) -> None:
+    """Every command in one bash session; each must exit 0, unless the next one is `echo $?`, which shows the
+    exit code the docs expect (and is checked as the output it shows)."""
     plan = steps(block)
-    script = ["exec 2>&1", "set -eo pipefail"]
+    script = ["exec 2>&1", "set -o pipefail", "__walkthrough_rc=0"]
     for index, step in enumerate(plan):
-        script += [f"echo '{CMD.format(index)}'", step.command]
+        script += [
+            f"echo '{CMD.format(index)}'",
+            "(exit $__walkthrough_rc)",  # so that `echo $?` sees the code of the command before it
+            step.command,
+            "__walkthrough_rc=$?",
+            'echo "@@walkthrough-rc $__walkthrough_rc@@"',
+        ]
     result = subprocess.run(
         ["bash", "-c", "\n".join(script)], cwd=cwd, capture_output=True, text=True, env=_env(), timeout=280
     )
-    outputs = re.split(r"^@@walkthrough-command \d+@@$\n?", result.stdout, flags=re.M)[1:]
-    if result.returncode != 0:
-        failed = plan[len(outputs) - 1].command if outputs else "bash"
-        tail = outputs[-1] if outputs else result.stdout
-        raise AssertionError(f"{block.where}: `{failed}` failed (exit {result.returncode}):\n{tail[-3000:]}")
-    assert len(outputs) == len(plan), f"{block.where}: not every command ran\n{result.stdout[-3000:]}"
-    for step, output in zip(plan, outputs, strict=True):
+    chunks = re.split(r"^@@walkthrough-command \d+@@$\n?", result.stdout, flags=re.M)[1:]
+    assert len(chunks) == len(plan), f"{block.where}: not every command ran\n{result.stdout[-3000:]}"
+    for index, (step, chunk) in enumerate(zip(plan, chunks, strict=True)):
+        rc = re.search(r"^@@walkthrough-rc (\d+)@@$", chunk, flags=re.M)
+        assert rc is not None, f"{block.where}: `{step.command}` ended the shell\n{chunk[-3000:]}"
+        output = chunk[: rc.start()]
+        checked = index + 1 < len(plan) and plan[index + 1].command.strip() == "echo $?"
+        assert rc.group(1) == "0" or checked, (
+            f"{block.where}: `{step.command}` failed (exit {rc.group(1)}):\n{output[-3000:]}"
+        )
         missing = unshown(step.shown, output)
         assert missing is None, (
             f"{block.where}: `{step.command}` no longer prints {missing.strip()!r} as the docs show"
@@ -268,6 +280,17 @@ def _run_script(block: Block, cwd: Path, env: dict[str, str], argv: list[str]) -
         f"{block.where}: exit {result.returncode}\n{(result.stdout + result.stderr)[-3000:]}"
     )
     return result.stdout
+
+
+def test_a_console_block_fails_on_a_failed_command_or_a_changed_output(tmp_path: Path) -> None:
+    def block(*body: str) -> Block:
+        return Block(REPO / "README.md", 1, "console", body)
+
+    _run_console(block("$ x=hi", "$ echo $x", "hi", "$ false", "$ echo $?", "1"), tmp_path)
+    with pytest.raises(AssertionError, match="failed"):
+        _run_console(block("$ false", "$ echo done"), tmp_path)
+    with pytest.raises(AssertionError, match="no longer prints"):
+        _run_console(block("$ echo hi", "bye"), tmp_path)
 
 
 @pytest.mark.integration
@@ -321,6 +344,9 @@ def _command_lines() -> Iterator[tuple[Block, str]]:
             if block.lang not in ("bash", "console") or block.name:
                 continue
             for line in block.body:
+                # In a console block only `$ ` lines are commands (the others are what they print).
+                if block.lang == "console" and not line.startswith("$ "):
+                    continue
                 text = line[2:] if line.startswith("$ ") else line
                 if text.startswith("vertexdist ") and "$(" not in text:
                     yield block, text

@@ -38,6 +38,7 @@ class TrainConfig:
     hp_metric_tag: str = ""  # report the validation metric under this tag (a tuning trial's objective)
     hp_metric: str = "val_accuracy"
     val_data: str = ""
+    tensorboard_dir: str = ""  # where rank 0 writes TensorBoard scalars ("" : none)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -130,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--val-data", default=d.val_data, help="validation CSV (default: fresh synthetic rows for synthetic)"
     )
+    parser.add_argument(
+        "--tensorboard-dir",
+        default=None,
+        help="TensorBoard scalars (loss, accuracy) go here; default: $AIP_TENSORBOARD_LOG_DIR, else none",
+    )
     return parser
 
 
@@ -157,6 +163,7 @@ def parse_config(
         hp_metric_tag=args.hp_metric_tag,
         hp_metric=args.hp_metric,
         val_data=args.val_data,
+        tensorboard_dir=args.tensorboard_dir or env.get("AIP_TENSORBOARD_LOG_DIR") or "",
     )
     if config.hp_metric_tag and config.data != "synthetic" and not config.val_data:
         raise TrainerError("--hp-metric-tag with CSV --data needs --val-data, the rows to score trials on")

@@ -35,6 +35,7 @@ from trainer_pkg.data import Dataset, EpochShard, feature_scaling, load_dataset,
 from trainer_pkg.errors import TrainerError, is_lost_peer
 from trainer_pkg.hypertune import MetricReporter
 from trainer_pkg.model import build_model
+from trainer_pkg.scalars import Scalars
 
 CONFIG_VARIABLE = "TRAINER_PKG_CONFIG"
 ERROR_FILE_VARIABLE = "TRAINER_PKG_ERROR_FILE"
@@ -47,6 +48,10 @@ OWN_STORE_VARIABLE = "TRAINER_PKG_OWN_STORE"
 EXIT_STOPPED = 143  # 128 + SIGTERM: stopped on request after a checkpoint
 # Ranks agree on stopping every this many steps: one tiny all-reduce; a SIGTERM waits at most this many steps.
 STOP_CHECK_STEPS = 8
+# TensorBoard: rank 0's batch loss every this many steps (one host sync each); accuracy per epoch on at
+# most this many training rows (one forward pass on rank 0).
+SCALAR_EVERY_STEPS = 10
+ACCURACY_ROWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -192,6 +197,7 @@ class Worker:
         self.model_dir = local_path(config.model_dir)
         self.checkpoint_dir = local_path(config.checkpoint_dir)
         self.device = torch.device(f"cuda:{place.local_rank}" if place.device == "cuda" else "cpu")
+        self.scalars = Scalars()
 
     # --- output, rank 0 only -------------------------------------------------------------------
     def _metric(self, **fields: Any) -> None:
@@ -213,9 +219,12 @@ class Worker:
             torch.cuda.set_device(self.device)
         _rendezvous(self.place, self.config, "nccl" if self.device.type == "cuda" else "gloo")
         try:
+            if self.is_chief:
+                self.scalars = Scalars.open(self.config.tensorboard_dir)
             self._setup()
             self._train()
         finally:
+            self.scalars.close()
             dist.destroy_process_group()
 
     def _setup(self) -> None:
@@ -296,6 +305,9 @@ class Worker:
             progress.loss_sum += loss_sum.detach().to(progress.loss_sum)
             progress.position = batch.end
             progress.global_step += 1
+            if self.scalars.enabled and progress.global_step % SCALAR_EVERY_STEPS == 0:
+                batch_rows = max(1, int(batch.labels.shape[0]))
+                self.scalars.add("train/loss", float(loss_sum.detach()) / batch_rows, progress.global_step)
             if progress.first_step_pending:
                 progress.first_step_pending = False
                 self._metric(event="first_step", global_step=progress.global_step)
@@ -316,9 +328,17 @@ class Worker:
             else:
                 value = float(((logits > 0).float() == labels).float().mean())
         self.reporter.report(self.config.hp_metric_tag, value, global_step=self.progress.epoch)
+        self.scalars.add(f"epoch/{self.config.hp_metric}", value, self.progress.epoch)
         self._say(
             f"epoch {self.progress.epoch}  {self.config.hp_metric_tag} {value:.4f} (reported for tuning)"
         )
+
+    def _accuracy(self) -> float:
+        """Rank 0's model on (at most ACCURACY_ROWS of) the training rows: the share it gets right."""
+        with torch.no_grad():
+            features = self.on_device.features[:ACCURACY_ROWS]
+            labels = self.on_device.labels[:ACCURACY_ROWS]
+            return float(((self.model(features) > 0).float() == labels).float().mean())
 
     def _parameter_spread(self) -> float:
         """Largest difference of any parameter between ranks: DDP keeps them equal; anything else is a bug."""
@@ -338,6 +358,10 @@ class Worker:
             f"epoch {progress.epoch + 1}/{self.config.epochs}  loss {loss:.4f}  samples/s {rate:,.0f}  "
             f"step {progress.global_step}"
         )
+        if self.scalars.enabled:
+            self.scalars.add("epoch/loss", loss, progress.epoch + 1)
+            self.scalars.add("epoch/accuracy", self._accuracy(), progress.epoch + 1)
+            self.scalars.add("epoch/samples_per_s", rate, progress.epoch + 1)
         self._metric(
             event="epoch",
             epoch=progress.epoch + 1,

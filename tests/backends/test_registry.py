@@ -13,10 +13,10 @@ import pytest
 from vertexdist.backends import BACKENDS, backend_class, create_backend
 from vertexdist.backends.base import Backend
 from vertexdist.backends.config import Target
+from vertexdist.backends.local.prepare import LocalOptions
 from vertexdist.errors import UsageError
-from vertexdist.local.template_job import LocalOptions
 
-METHODS = ("dryrun", "schedule", "describe", "list", "cancel", "logs", "outputs")
+METHODS = ("dryrun", "schedule", "describe", "replicas", "timeline", "list", "cancel", "logs", "outputs")
 
 
 def _shape(function: object) -> list[tuple[str, object, object]]:
@@ -36,7 +36,7 @@ def test_every_backend_has_the_interfaces_signatures(name: str, method: str) -> 
 
 
 def test_the_local_tuning_part_has_them_too() -> None:
-    from vertexdist.backends.local_tuning import LocalTuningBackend
+    from vertexdist.backends.local.tuning import LocalTuningBackend
 
     for method in METHODS:
         assert _shape(getattr(LocalTuningBackend, method)) == _shape(getattr(Backend, method)), method

@@ -183,7 +183,8 @@ def test_schema_is_json_schema_of_the_template() -> None:
     schema = json.loads(result.stdout)
     assert schema["$schema"].startswith("https://json-schema.org/")
     assert schema["additionalProperties"] is False
-    assert {"display_name", "project", "staging_bucket"} <= set(schema["required"])
+    assert {"display_name", "staging_bucket"} <= set(schema["required"])
+    assert "project" not in schema["required"]  # --project or GOOGLE_CLOUD_PROJECT may name it
     assert "timeout" in schema["properties"] and "trainer" in schema["properties"]
     trainer = schema["$defs"]["TrainerSpec"]["properties"]
     assert (

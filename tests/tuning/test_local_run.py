@@ -18,7 +18,7 @@ import pytest
 
 from vertexdist.backends import create_backend
 from vertexdist.backends.base import LogQuery
-from vertexdist.local.template_job import LocalOptions
+from vertexdist.backends.local.prepare import LocalOptions
 
 from .conftest import pid_alive
 
@@ -55,7 +55,7 @@ def _summary(out: Path) -> dict[str, Any]:
 
 
 def test_grid_covers_the_grid_once_and_ends_with_the_best_trial(
-    workdir: Path, tmp_path: Path, tuning_template: Template
+    workdir: Path, tmp_path: Path, tuning_template: Template, host_gcs: Any
 ) -> None:
     out = tmp_path / "run"
     result = _run(str(tuning_template(GRID, args=["--x=0.3"])), "--out", str(out), cwd=workdir)
@@ -113,7 +113,7 @@ def test_failing_trials_count_against_max_failed_trial_count(
     # The cause, not only the exit status: the failed trial's last lines, in the summary and as it ran.
     assert "failing on purpose for units=2" in summary["trials"][1]["infeasibleReason"]
     shown = result.stdout.split(
-        "trial 2 INFEASIBLE: The replica workerpool0-0 exited with a non-zero status of 1\n"
+        "trial 2 INFEASIBLE: The replica workerpool0-0 exited with a non-zero status of 1.\n"
     )
     assert len(shown) == 2 and "\n    failing on purpose for units=2\n" in shown[1].split("trial 3 ")[0]
 

@@ -4,7 +4,7 @@
 naming the backends loads none of them (the Vertex one loads google-cloud-aiplatform on first call, the
 local one the process runtime). A new backend is a package under `vertexdist/backends/` and one line here.
 `create_backend(name, target)` makes one: `target` is what that backend's class takes first, a
-`backends.config.Target` for `vertex`, `local.template_job.LocalOptions` (or None) for `local`.
+`backends.config.Target` for `vertex`, `backends.local.LocalOptions` (or None) for `local`.
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from vertexdist.spec.models import JobTemplate
+from vertexdist.wire.study import StudySpec
+from vertexdist.wire.trials import Trial, best_trial
 
 if TYPE_CHECKING:
     from vertexdist.backends.outputs import OutputSource
@@ -98,6 +100,18 @@ class JobResult:
     elapsed_s: float
 
 
+# The project of a job where no Google Cloud project is needed (a local run, an emulator) and none is named:
+# such a job needs a name, not a project.
+LOCAL_PROJECT = "vertexdist-local"
+
+
+def with_project(template: JobTemplate) -> JobTemplate:
+    """The template with a project: its own, else LOCAL_PROJECT (for a job that runs here)."""
+    if template.project is not None:
+        return template
+    return template.model_copy(update={"project": LOCAL_PROJECT})
+
+
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "PAUSED", "EXPIRED"})
 
 
@@ -116,6 +130,7 @@ class JobStatus:
     labels: dict[str, str] = field(default_factory=dict)
     console_url: str | None = None
     spec: dict[str, Any] = field(default_factory=dict)  # the CustomJobSpec, secrets masked
+    location: str | None = None  # the job's region (where it would run, for a local job), for its prices
     # Values of secret-looking env entries, so log text can be masked too; never printed.
     secret_values: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
@@ -185,6 +200,69 @@ class LogsPage:
     links: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """One replica of a job: its pool's machine, its state and, where the backend knows it, its exit code.
+
+    Vertex reports no replica states: there a replica's state is the job's and its exit code is unknown."""
+
+    name: str  # workerpool1-0
+    pool: int
+    machine_type: str
+    state: str  # PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED (ended by the job), or the job's state
+    exit_code: int | None = None
+    attempt: int = 0  # restarts of this replica's job so far (0: the first attempt)
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """One step of a job's timeline: the job (`replica` None) or one replica reached `state` at `time`."""
+
+    time: str  # RFC 3339
+    state: str
+    replica: str | None = None
+    exit_code: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TuningStatus:
+    """A tuning job's status with its study and its trials (Vertex's, the emulator's, a local run's)."""
+
+    status: JobStatus
+    study: StudySpec | None
+    trials: list[Trial] = field(default_factory=list)
+
+    @property
+    def best(self) -> Trial | None:
+        return best_trial(self.trials, self.study.objective) if self.study else None
+
+    def timeline(self) -> list[StateChange]:
+        """The tuning job's course: created, each trial's start and end, its own end."""
+        from vertexdist.wire.timestamps import parse_ns
+
+        status = self.status
+        steps = [StateChange(status.create_time, "QUEUED")] if status.create_time else []
+        for trial in self.trials:
+            if trial.start_time:
+                steps.append(StateChange(trial.start_time, "ACTIVE", replica=f"trial {trial.id}"))
+            if trial.end_time:
+                reason = trial.infeasible_reason or ""
+                steps.append(
+                    StateChange(trial.end_time, trial.state, replica=f"trial {trial.id}", message=reason)
+                )
+        if status.end_time:
+            steps.append(StateChange(status.end_time, status.state, message=status.error or ""))
+
+        def when(step: StateChange) -> int:
+            try:
+                return parse_ns(step.time)
+            except ValueError:
+                return 0
+
+        return sorted(steps, key=when)
+
+
 class JobHandle(Protocol):
     """A job running on this machine, as views follow it (`vertexdist.local.runner.LocalJob` is one)."""
 
@@ -241,6 +319,10 @@ class Backend(Protocol[RequestT]):
     def schedule(self, request: RequestT, options: SubmitOptions = NO_OPTIONS) -> str: ...
 
     def describe(self, name: str) -> JobStatus: ...
+
+    def replicas(self, name: str) -> list[ReplicaInfo]: ...
+
+    def timeline(self, name: str) -> list[StateChange]: ...
 
     def list(self, limit: int = 50) -> list[JobStatus]: ...
 

@@ -1,7 +1,7 @@
 """`vertexdist local-run TEMPLATE` for a template with a `tuning:` section: its trials on this machine.
 
 Flags and printing only: `jobs.local_run` starts the study through the local backend
-(`backends.local_tuning`, the emulator's own loop); this shows the trials as they go and ends with the best
+(`backends.local.tuning`, the emulator's own loop); this shows the trials as they go and ends with the best
 trial, its parameters and its model folder. SIGINT/SIGTERM cancel the job: every trial is stopped and
 waited for before local-run exits.
 """
@@ -41,6 +41,13 @@ def best_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"model folder: {best['modelDir']}")
     lines.append(f"summary: {Path(summary['run_dir']) / 'summary.json'}")
     return lines
+
+
+def failed_hint(job: str, summary: dict[str, Any]) -> str:
+    """The commands that show why a tuning run failed: the first failed trial's log, and every trial."""
+    failed = [t["id"] for t in summary["trials"] if t["state"] == "INFEASIBLE" and not t["stoppedEarly"]]
+    logs = f"vertexdist logs {job} --trial {failed[0]}" if failed else f"vertexdist logs {job}"
+    return f"see why: {logs}; every trial: vertexdist trials {job}"
 
 
 def run_tuning(request: LocalRunRequest, *, plan_only: bool, json_events: bool) -> None:
@@ -85,6 +92,4 @@ def run_tuning(request: LocalRunRequest, *, plan_only: bool, json_events: bool) 
     if state == "JOB_STATE_CANCELLED":
         raise typer.Exit(130)
     if state != "JOB_STATE_SUCCEEDED":
-        raise JobFailedError(
-            summary.get("error") or state, hint=f"each trial's logs: {run.run_dir / 'trials'}/ID/logs"
-        )
+        raise JobFailedError(summary.get("error") or state, hint=failed_hint(run.name, summary))

@@ -84,16 +84,19 @@ def submit(
 
             typer.echo(json.dumps(mask_secrets(session.dryrun().request), indent=2))
             return
-        _submit(session, follow=follow, detach=detach)
+        from vertexdist.jobs.where import JobPlace
+
+        flags = JobPlace(emulator_dir=emulator_data_dir).flags if emulator else ""
+        _submit(session, follow=follow, detach=detach, flags=flags)
 
 
-def _submit(session: SubmitSession, *, follow: bool, detach: bool) -> None:
+def _submit(session: SubmitSession, *, follow: bool, detach: bool, flags: str) -> None:
     job = session.submit()
     name, target = job.name, session.target
     typer.echo(name)
     resumed = " (the earlier job's folder, resumed)" if job.resumed else ""
     typer.echo(f"outputs: {job.output_dir}{resumed}", err=True)
-    if not session.in_process:  # an in-process emulator's jobs are read where it said, after it stopped
+    if not session.in_process:  # an in-process emulator's jobs are read once it has stopped: see below
         for line in submitted_where(name, target):
             typer.echo(line, err=True)
     if detach:
@@ -107,10 +110,14 @@ def _submit(session: SubmitSession, *, follow: bool, detach: bool) -> None:
                 f"\nstopped following; the job keeps running. cancel it: vertexdist cancel {name}", err=True
             )
         raise
+    if session.in_process:
+        # The emulator stops with this command; its folder keeps the job for these.
+        for line in submitted_where(name, target, flags=flags, done=True):
+            typer.echo(line, err=True)
     if final.state != "SUCCEEDED":
         raise JobFailedError(
             f"job {final.state}: {final.error or 'no error message'}",
-            hint=f"see its logs: vertexdist logs {name}" if not target.is_emulator else None,
+            hint=f"see its logs: vertexdist logs {name}{flags}",
         )
     typer.echo(f"job SUCCEEDED: {final.display_name}", err=True)
 

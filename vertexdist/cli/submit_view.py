@@ -115,11 +115,19 @@ def follow_job(session: SubmitSession, name: str, *, follow_logs: bool) -> JobSt
         view.close()
 
 
-def submitted_where(name: str, target: Target) -> list[str]:
-    """The commands that fetch the new job's outputs and show its logs, and its console page on Vertex."""
+def submitted_where(name: str, target: Target, *, flags: str = "", done: bool = False) -> list[str]:
+    """The commands that fetch the new job's outputs, show its logs (its trials, for a tuning job) and
+    state, and its console page on Vertex; `flags` (` --emulator`) bring each back to where the job is."""
     from vertexdist.backends.vertex.status import console_url
 
-    lines = [f"  vertexdist outputs {name} --download DIR", f"logs: vertexdist logs {name} --follow"]
+    lines = [
+        f"  vertexdist outputs {name}{flags} --download DIR",
+        f"logs: vertexdist logs {name}{flags}" + ("" if done else " --follow"),
+    ]
+    if "/hyperparameterTuningJobs/" in name:
+        lines.append(f"trials: vertexdist trials {name}{flags}")
+    if done:
+        lines.append(f"status: vertexdist status {name}{flags}")
     link = console_url(name, target)
     if link:
         lines.append(f"console: {link}")

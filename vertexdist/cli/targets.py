@@ -3,6 +3,7 @@ for them is the service's (`vertexdist.jobs.find`): precedence is `backends.conf
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,16 +11,54 @@ import typer
 Project = Annotated[
     str | None,
     typer.Option(
-        "--project",
-        help="Google Cloud project (default: the template's or the job name's, then GOOGLE_CLOUD_PROJECT).",
+        "--project", help="Google Cloud project (default: the template's, then GOOGLE_CLOUD_PROJECT)."
     ),
 ]
 Location = Annotated[
     str | None,
+    typer.Option("--location", help="Vertex region (default: the template's, then GOOGLE_CLOUD_REGION)."),
+]
+# The job commands take no template: a full job name names its own project and region.
+JobProject = Annotated[
+    str | None,
+    typer.Option(
+        "--project",
+        help="Google Cloud project of a bare job id (a full name names its own; default:"
+        " GOOGLE_CLOUD_PROJECT; with --emulator, the emulator's folder knows it).",
+    ),
+]
+JobLocation = Annotated[
+    str | None,
     typer.Option(
         "--location",
-        help="Vertex region (default: the template's or the job name's, then GOOGLE_CLOUD_REGION).",
+        help="Vertex region of a bare job id (default: GOOGLE_CLOUD_REGION, then us-central1).",
     ),
+]
+ListProject = Annotated[
+    str | None,
+    typer.Option(
+        "--project",
+        help="Google Cloud project to list (default: GOOGLE_CLOUD_PROJECT; with --emulator, every project"
+        " in the emulator's folder).",
+    ),
+]
+ListLocation = Annotated[
+    str | None,
+    typer.Option(
+        "--location", help="Vertex region to list (default: GOOGLE_CLOUD_REGION, then us-central1)."
+    ),
+]
+UseEmulator = Annotated[
+    bool,
+    typer.Option(
+        "--emulator",
+        help="The jobs of `submit --emulator`: the emulator serving --emulator-data-dir"
+        " (`vertexdist emulator start`), else one started for this command.",
+    ),
+]
+EmulatorDataDir = Annotated[
+    Path,
+    typer.Option("--emulator-data-dir", help="With --emulator: the emulator's folder."),
 ]
 Endpoint = Annotated[
     str | None,
@@ -34,4 +73,5 @@ Transport = Annotated[
         "--transport", help="grpc or rest (VERTEXDIST_API_TRANSPORT; default grpc, rest for the emulator)."
     ),
 ]
+EMULATOR_DATA_DIR = Path(".vertexdist/emulator")
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]

@@ -26,7 +26,7 @@ SHOWN_PER_FILE = 20
 def format_text(problem: Problem) -> str:
     """`FILE:LINE:COL: field.path: message` (warnings say so), then an indented hint."""
     where = f"{problem.path}: " if problem.path else ""
-    marker = "warning: " if problem.severity == "warning" else ""
+    marker = "" if problem.severity == "error" else f"{problem.severity}: "
     line = f"{problem.location()}: {where}{marker}{problem.message}"
     return line + (f"\n    hint: {problem.hint}" if problem.hint else "")
 
@@ -39,21 +39,28 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+_GITHUB_LEVELS = {"error": "error", "warning": "warning", "note": "notice"}
+
+
 def format_github(problem: Problem) -> str:
     """A GitHub Actions workflow annotation: `::error file=F,line=L,col=C,title=field.path::message`."""
     title = _escape_property(problem.path or "template")
     message = problem.message + (f"\nhint: {problem.hint}" if problem.hint else "")
     return (
-        f"::{problem.severity} file={_escape_property(problem.file)},line={problem.line},"
+        f"::{_GITHUB_LEVELS[problem.severity]} file={_escape_property(problem.file)},line={problem.line},"
         f"col={problem.col},title={title}::{_escape_data(message)}"
     )
 
 
+def _count(problems: list[Problem], severity: str) -> int:
+    return sum(p.severity == severity for p in problems)
+
+
 def _summary(files: int, problems: list[Problem]) -> str:
-    errors = sum(p.severity == "error" for p in problems)
-    warnings = len(problems) - errors
+    errors, warnings, notes = (_count(problems, s) for s in ("error", "warning", "note"))
     noun = "template" if files == 1 else "templates"
     counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    counts += f", {notes} note{'s' * (notes != 1)}" if notes else ""
     return f"{files} {noun} checked: {counts}"
 
 
@@ -102,11 +109,11 @@ def validate(
     by_file = [(file, inspect_file(file)[1]) for file in files]
     problems = [problem for _file, found in by_file for problem in found]
     if output_format == "json":
-        errors = sum(p.severity == "error" for p in problems)
         report = {
             "files": [str(f) for f in files],
-            "errors": errors,
-            "warnings": len(problems) - errors,
+            "errors": _count(problems, "error"),
+            "warnings": _count(problems, "warning"),
+            "notes": _count(problems, "note"),
             "problems": [asdict(p) for p in problems],
             "skipped": [str(f) for f in found.skipped],
         }

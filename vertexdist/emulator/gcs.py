@@ -20,6 +20,7 @@ from pathlib import Path
 from vertexdist.emulator.gcs_http import StorageHTTPServer
 from vertexdist.emulator.gcs_store import ObjectStore, StoreError
 from vertexdist.errors import VertexdistError
+from vertexdist.wire.gcs_uri import parse_gs_uri
 
 LOOPBACK = "127.0.0.1"
 
@@ -40,13 +41,6 @@ def check_port_free(port: int, flag: str) -> None:
                 f"port {port} on {LOOPBACK} is not available: {exc.strerror}",
                 hint=f"pick another {flag}, or 0 for any free port",
             ) from None
-
-
-def split_gs_uri(uri: str) -> tuple[str, str]:
-    if not uri.startswith("gs://") or "/" not in uri[5:]:
-        raise StorageError(f"{uri!r} is not a gs://BUCKET/OBJECT URI")
-    bucket, _, name = uri[5:].partition("/")
-    return bucket, name
 
 
 class StorageEmulator:
@@ -94,7 +88,8 @@ class StorageEmulator:
 
     def upload(self, source: Path, uri: str) -> bool:
         """Copy a local file to gs://BUCKET/OBJECT; False if the bucket does not exist."""
-        bucket, name = split_gs_uri(uri)
+        found = parse_gs_uri(uri, object_name=True)
+        bucket, name = found.bucket, found.name
         try:
             self.store.put_file(Path(source), bucket, name)
         except StoreError as exc:
@@ -108,8 +103,7 @@ class StorageEmulator:
         root = Path(folder)
         if not root.is_dir():
             return 0
-        bucket, _name = split_gs_uri(uri_prefix.rstrip("/") + "/")
-        self.ensure_bucket(bucket)
+        self.ensure_bucket(parse_gs_uri(uri_prefix, what="an output folder").bucket)
         count = 0
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             if self.upload(path, f"{uri_prefix.rstrip('/')}/{path.relative_to(root).as_posix()}"):
@@ -118,7 +112,8 @@ class StorageEmulator:
 
     def download(self, uri: str, dest: Path) -> Path:
         """Copy gs://BUCKET/OBJECT to `dest`."""
-        bucket, name = split_gs_uri(uri)
+        found = parse_gs_uri(uri, object_name=True)
+        bucket, name = found.bucket, found.name
         try:
             record = self.store.get(bucket, name)
             dest.parent.mkdir(parents=True, exist_ok=True)

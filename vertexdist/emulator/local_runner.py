@@ -1,4 +1,5 @@
-"""The emulator's runner: each CustomJob runs through the local backend (`vertexdist.local`).
+"""The emulator's runner: each CustomJob runs on the local runtime (`vertexdist.local`), as a
+local-run job does.
 
 Python-package pools are fetched from the emulated bucket and pip-installed into a digest-keyed cache
 (`vertexdist.packaging.install_package`; their requirements into a job environment), then run as

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vertexdist.backends.outputs import FolderOutputs, output_uri, split_gs_uri
+from vertexdist.backends.outputs import FolderOutputs, output_uri
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.errors import VertexdistError
+from vertexdist.wire.gcs_uri import is_gs_uri, parse_gs_uri
 
 SHOWN_FAILURES = 3
 
@@ -47,9 +48,10 @@ def publish_outputs(storage: StorageEmulator, gcs_root: Path, spec: dict[str, An
 
     Raises PublishError, after trying every file, if any of them could not be uploaded."""
     uri = output_uri(spec)
-    if uri is None or not uri.startswith("gs://"):
+    if uri is None or not is_gs_uri(uri):
         return []
-    bucket, prefix = split_gs_uri(uri)
+    folder = parse_gs_uri(uri, what="the output folder")
+    bucket, prefix = folder.bucket, folder.prefix
     source = FolderOutputs(uri, gcs_root)
     if not prefix or not source.folder.is_dir():
         return []

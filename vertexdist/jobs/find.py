@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from vertexdist.backends import create_backend
 from vertexdist.errors import UsageError
+from vertexdist.wire.gcs_uri import GsUriError, is_gs_uri, parse_gs_uri
 
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
@@ -33,18 +34,32 @@ def project_backend(
     endpoint: str | None,
     transport: str | None,
     env: Mapping[str, str] = os.environ,
+    *,
+    no_project_hint: str | None = None,
 ) -> VertexBackend:
     """The backend for a project and location named by the flags or the environment."""
-    from vertexdist.backends.config import resolve_target
+    from vertexdist.backends.config import NO_PROJECT_HINT, resolve_target
 
     target = resolve_target(
-        env=env, project=project, location=location, api_endpoint=endpoint, transport=transport
+        env=env,
+        project=project,
+        location=location,
+        api_endpoint=endpoint,
+        transport=transport,
+        no_project_hint=no_project_hint or NO_PROJECT_HINT,
     )
     return vertex_backend(target)
 
 
 def job_backend(
-    job: str, project: str | None, location: str | None, endpoint: str | None, transport: str | None
+    job: str,
+    project: str | None,
+    location: str | None,
+    endpoint: str | None,
+    transport: str | None,
+    env: Mapping[str, str] = os.environ,
+    *,
+    no_project_hint: str | None = None,
 ) -> tuple[VertexBackend, str]:
     """The backend that holds `job`, and the job's full resource name. A full name's own project and
     location win over the flags; a bare id takes them from the flags or the environment."""
@@ -54,7 +69,7 @@ def job_backend(
     parts = parse_job_name(job)
     if parts:
         project, location = parts["project"], parts["location"]
-    backend = project_backend(project, location, endpoint, transport)
+    backend = project_backend(project, location, endpoint, transport, env, no_project_hint=no_project_hint)
     name = job_name(job, backend.target)
     if not parts:
         name = _pipeline_or_custom_job(backend, name)
@@ -85,10 +100,14 @@ def _pipeline_or_custom_job(backend: VertexBackend, pipeline_name: str) -> str:
     return pipeline_name
 
 
+# What a local-run leaves in its run folder at once: a job's spec, or a tuning job's request.
+RUN_FOLDER_FILES = ("job.json", "request.json")
+
+
 def local_job(ref: str) -> tuple[LocalBackend, str] | None:
     """A local-run job: its id (a folder under .vertexdist/runs) or its run folder; None for other refs."""
     from vertexdist.backends.local import UnknownLocalJob
-    from vertexdist.local.template_job import RUNS_DIR, LocalOptions, is_job_id
+    from vertexdist.backends.local.prepare import RUNS_DIR, LocalOptions, is_job_id
 
     folder = Path(ref)
     if is_job_id(ref.strip()) and not folder.exists():
@@ -98,7 +117,7 @@ def local_job(ref: str) -> tuple[LocalBackend, str] | None:
                 f"no run folder {folder} for the local job {ref}",
                 hint="run this where local-run ran (its jobs go to .vertexdist/runs), or pass the run folder",
             )
-    elif not (folder.is_dir() and (folder / "job.json").is_file()):
+    elif not (folder.is_dir() and any((folder / name).is_file() for name in RUN_FOLDER_FILES)):
         return None
 
     folder = folder.resolve()
@@ -120,11 +139,14 @@ def resume_output_dir(
     job: str, *, project: str | None, location: str | None, endpoint: str | None, transport: str | None
 ) -> str:
     """The earlier job's output folder; UsageError when it names none."""
-    if job.startswith("gs://"):
-        folder = job.rstrip("/")
-        if not folder.removeprefix("gs://"):
-            raise UsageError(f"--resume-from {job!r} names no bucket", hint="use gs://BUCKET/FOLDER")
-        return folder
+    if is_gs_uri(job):
+        try:
+            parse_gs_uri(job)
+        except GsUriError:
+            raise UsageError(
+                f"--resume-from {job!r} names no bucket", hint="use gs://BUCKET/FOLDER"
+            ) from None
+        return job.rstrip("/")
     from vertexdist.backends.config import check_job_ref
 
     try:

@@ -12,11 +12,12 @@ starts and leaves nothing.
 
 from __future__ import annotations
 
+import os
 import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -48,8 +49,18 @@ class LocalRunRequest:
     seed: int | None = None  # tuning: random and bayesian suggestions (None: a fresh draw)
 
 
+def _template(request: LocalRunRequest, env: Mapping[str, str] = os.environ) -> JobTemplate:
+    """The template as it runs here: with no `project:`, the project submit would take from the environment
+    (the replicas see it as CLOUD_ML_PROJECT_ID), else the backend's LOCAL_PROJECT."""
+    template = request.template
+    project = env.get("GOOGLE_CLOUD_PROJECT")
+    if template.project is None and project:
+        return template.model_copy(update={"project": project})
+    return template
+
+
 def local_backend(request: LocalRunRequest) -> LocalBackend:
-    from vertexdist.local.template_job import LocalOptions
+    from vertexdist.backends.local.prepare import LocalOptions
 
     options = LocalOptions(
         runs_dir=request.runs_dir,
@@ -66,14 +77,14 @@ def local_backend(request: LocalRunRequest) -> LocalBackend:
 def plan_local(request: LocalRunRequest) -> dict[str, Any]:
     """What would run, started and left nowhere: the launch plan (secrets masked; `timeout_s` set), or for a
     tuning template the CreateHyperparameterTuningJob body (secrets masked)."""
-    from vertexdist.backends.local_tuning import LocalTuningRequest
+    from vertexdist.backends.local.tuning import LocalTuningRequest
     from vertexdist.render import mask_secrets
 
     backend = local_backend(request)
     # The sdist (needed for the package URI) goes to a temporary folder.
     with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:
         dry = backend.dryrun(
-            request.template, SubmitOptions(scratch=Path(scratch), resume_from=request.resume_from)
+            _template(request), SubmitOptions(scratch=Path(scratch), resume_from=request.resume_from)
         )
         if isinstance(dry, LocalTuningRequest):
             return mask_secrets(dry.request)
@@ -112,7 +123,7 @@ def start_local(request: LocalRunRequest, *, on_event: Callable[[JobEvent], None
     """Package, plan and start the (non-tuning) template's job; `on_event` gets each state change."""
     backend = local_backend(request)
     options = SubmitOptions(resume_from=request.resume_from, on_event=on_event)
-    name = backend.schedule(backend.dryrun(request.template, options), options)
+    name = backend.schedule(backend.dryrun(_template(request), options), options)
     return LocalRun(backend, name)
 
 
@@ -230,18 +241,18 @@ class LocalTuningRun:
     def summary(self) -> dict[str, Any]:
         import json
 
-        from vertexdist.backends.local_tuning import SUMMARY
+        from vertexdist.backends.local.tuning import SUMMARY
 
         return dict(json.loads((self.run_dir / SUMMARY).read_text()))
 
 
 def start_local_tuning(request: LocalRunRequest) -> LocalTuningRun:
     """Package the tuning template and start its study; the trials run as local jobs."""
-    from vertexdist.backends.local_tuning import LocalTuningRequest
+    from vertexdist.backends.local.tuning import LocalTuningRequest
 
     backend = local_backend(request)
     options = SubmitOptions(resume_from=request.resume_from)
-    dry = backend.dryrun(request.template, options)
+    dry = backend.dryrun(_template(request), options)
     assert isinstance(dry, LocalTuningRequest)
     name = backend.schedule(dry, options)
     return LocalTuningRun(

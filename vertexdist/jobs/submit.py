@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vertexdist.backends.base import JobStatus, LogChunk, ProgressFn, SubmitOptions
-from vertexdist.errors import VertexdistError
+from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.jobs.find import resume_output_dir, vertex_backend
+from vertexdist.wire.gcs_uri import is_gs_uri
 
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
@@ -187,11 +188,24 @@ class SubmitSession:
         return watch(self.backend, name, on_status=on_status, on_logs=on_logs, policy=policy)
 
 
+def _emulator_endpoint(where: Where, env: Mapping[str, str]) -> bool:
+    endpoint = where.endpoint or env.get("VERTEX_API_ENDPOINT") or ""
+    return endpoint.strip().startswith("http://")
+
+
 def resolve_target(
-    template: JobTemplate, where: Where, env: Mapping[str, str] = os.environ
+    template: JobTemplate,
+    where: Where,
+    env: Mapping[str, str] = os.environ,
+    *,
+    on_emulator: bool = False,
+    no_project_hint: str | None = None,
 ) -> tuple[JobTemplate, Target]:
-    """Where the job goes: flags > template > environment (see backends.config); the template follows."""
+    """Where the job goes: flags > template > environment (see backends.config); the template follows.
+    `on_emulator`: a job for an emulator needs no Google Cloud project (LOCAL_PROJECT when none is named)."""
+    from vertexdist.backends.config import LOCAL_PROJECT, NO_PROJECT_HINT
     from vertexdist.backends.config import resolve_target as resolve
+    from vertexdist.spec.models import project_id_problem
 
     target = resolve(
         env=env,
@@ -203,7 +217,15 @@ def resolve_target(
         staging_bucket=where.staging_bucket,
         api_endpoint=where.endpoint,
         transport=where.transport,
+        default_project=LOCAL_PROJECT if on_emulator or _emulator_endpoint(where, env) else None,
+        no_project_hint=no_project_hint or NO_PROJECT_HINT,
     )
+    problem = project_id_problem(target.project)
+    if problem:
+        source = (
+            "--project" if where.project else "the template" if template.project else "GOOGLE_CLOUD_PROJECT"
+        )
+        raise UsageError(f"{source}: {problem}", hint="use the project's id, e.g. my-project")
     updated = template.model_copy(
         update={
             "project": target.project,
@@ -230,7 +252,7 @@ def open_submission(
     where = request.where
     emulator = request.emulator
     if emulator is not None:
-        from vertexdist.local.template_job import check_procs_per_replica
+        from vertexdist.backends.local.prepare import check_procs_per_replica
 
         check_procs_per_replica(template, emulator.procs_per_replica)
         if template.build is not None:
@@ -238,7 +260,7 @@ def open_submission(
             hooks.notice("emulator: `build` ignored; the trainer runs as a Python package")
             template = template.model_copy(update={"build": None})
     resume = request.resume_from
-    needs_emulator = not dry_run or (resume is not None and not resume.startswith("gs://"))
+    needs_emulator = not dry_run or (resume is not None and not is_gs_uri(resume))
     with ExitStack() as stack:
         if emulator is not None and needs_emulator:
             from vertexdist.emulator import Emulator
@@ -259,7 +281,7 @@ def open_submission(
             env = {**env, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
             hooks.notice(f"emulator: {emu.vertex_endpoint} (storage {emu.storage_endpoint})")
             hooks.notice(f"emulator: jobs, logs and outputs (gs:// paths) under {emu.data_dir}")
-        template, target = resolve_target(template, where, env)
+        template, target = resolve_target(template, where, env, on_emulator=emulator is not None)
         resumed = None
         if resume is not None:
             resumed = resume_output_dir(

@@ -7,6 +7,7 @@ pure functions, so `local-run --plan` can print it and tests can check it withou
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,7 @@ class ReplicaLaunch:
         return self.pool in (0, 1)
 
 
+HOST_TMPDIR_ENV = "VERTEXDIST_HOST_TMPDIR"  # the temp folder replicas would have had
 TMP_DIR = "tmp"  # <run folder>/tmp/<replica>: each host replica's TMPDIR, removed when the job ends
 
 
@@ -89,6 +91,9 @@ class LaunchPlan:
     replicas: tuple[ReplicaLaunch, ...]
     timeout_s: float | None
     max_restarts: int
+    # The job's gs:// folder, which its replicas see at /gcs (`gcs_mount`); None where the launcher binds it
+    # itself (`--docker` and the emulator's containers mount it into each container).
+    gcs_root: Path | None = None
 
     def replica(self, name: str) -> ReplicaLaunch:
         return next(r for r in self.replicas if r.name == name)
@@ -158,7 +163,10 @@ def build_plan(
             # A temp folder of its own, inside the job's folder and removed with the job (`runner`): what
             # torchrun (torchelastic_*), Ray's links and the user's tempfile calls leave is never spread
             # over the machine's temp folder. Containers keep their own /tmp.
-            env.setdefault("TMPDIR", str(run_dir / TMP_DIR / slot.name))
+            if "TMPDIR" not in env:
+                env["TMPDIR"] = str(run_dir / TMP_DIR / slot.name)
+                # Ray's short links (ray_node) belong in the machine's temp folder: this one is too long.
+                env[HOST_TMPDIR_ENV] = tempfile.gettempdir()
         kind, argv = _argv(slot.pool, python, address, slot.name)
         launches.append(
             ReplicaLaunch(
@@ -180,4 +188,5 @@ def build_plan(
         replicas=tuple(launches),
         timeout_s=job.timeout_s,
         max_restarts=restarts,
+        gcs_root=Path(ctx.gcs_root),
     )

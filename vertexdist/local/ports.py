@@ -14,9 +14,8 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+from vertexdist.loopback_server import LOOPBACK
 from vertexdist.user_temp import user_temp_dir
-
-LOOPBACK = "127.0.0.1"
 
 
 def _claims_dir() -> Path:

@@ -19,6 +19,9 @@
 - A supervisor that dies (SIGKILL included) takes the job down with it: a `Watchdog` process per job stops
   every process group the job registered, and every process carrying the job's token, within 10 s.
 - States use Vertex's names (docs/reference/vertex.md §4.4: JobState).
+- Every replica sees the job's gs:// folder (`plan.gcs_root`) at `/gcs`, as Vertex's do through Cloud Storage
+  FUSE, in a mount namespace of its own (`local.gcs_mount`); where that cannot be, the job says why once, as
+  it starts, and a replica's Python code that touches /gcs fails with that reason.
 
 `LocalJob` is a library API (the emulator uses it): start, read state, cancel, wait, find log files.
 """
@@ -46,6 +49,7 @@ from vertexdist.backends.base import (
     ReplicaStatus,
 )
 from vertexdist.errors import VertexdistError
+from vertexdist.local import gcs_mount
 from vertexdist.local.blame import RESTART_MARK, Failure, first_failure, needs_cause
 from vertexdist.local.environment import child_environment
 from vertexdist.local.log_capture import LogCapture
@@ -193,6 +197,8 @@ class LocalJob:
         self._live: dict[str, _Running] = {}  # the current attempt's processes
         self._live_events: queue.Queue[str] = queue.Queue()  # where their exits are reported
         self._watchdog: Watchdog | None = None
+        self._gcs_mapped = False  # replicas start behind gcs_namespace (set once the plan is ready)
+        self._gcs_problem: str | None = None  # why /gcs cannot be mapped here, if it cannot
         if self.plan is not None:
             self._init_replicas(self.plan)
 
@@ -333,6 +339,7 @@ class LocalJob:
             if temp and Path(temp).parent == plan.run_dir / TMP_DIR:
                 make_private_dir(Path(temp).parent)
                 make_private_dir(Path(temp))
+        self._prepare_gcs(plan)
         self._watchdog = Watchdog.start(grace_s=self._grace_s, label=f"job {plan.job_id}")
         for replica in plan.replicas:
             if replica.stop_argv:
@@ -353,16 +360,40 @@ class LocalJob:
             self._set_job(outcome.state, error=outcome.error)
             return
 
+    def _prepare_gcs(self, plan: LaunchPlan) -> None:
+        """Whether replicas get /gcs; if they cannot, the job says why, once, before any starts."""
+        if plan.gcs_root is None:
+            return
+        plan.gcs_root.mkdir(parents=True, exist_ok=True)  # what /gcs is bound to must exist
+        self._gcs_problem = gcs_mount.problem()
+        if self._gcs_problem is None:
+            make_private_dir(gcs_mount.stage_dir(plan.run_dir))
+            self._gcs_mapped = True
+        else:
+            self._set_job(JobState.PENDING, message=f"warning: {self._gcs_problem}")
+
+    def _replica_command(self, launch: ReplicaLaunch) -> tuple[tuple[str, ...], dict[str, str]]:
+        """The replica's argv and its variables, behind the /gcs mapping (or its guard)."""
+        assert self._watchdog is not None
+        env = {**launch.env, TOKEN_VARIABLE: self._watchdog.token}
+        plan = self.plan
+        if self._gcs_mapped and plan is not None and plan.gcs_root is not None:
+            return gcs_mount.launch_argv(launch.argv, plan.gcs_root, plan.run_dir), env
+        if self._gcs_problem is not None:
+            return tuple(launch.argv), gcs_mount.guard_env(env, self._gcs_problem)
+        return tuple(launch.argv), env
+
     def _start_replica(self, launch: ReplicaLaunch, attempt: int, events: queue.Queue[str]) -> _Running:
         assert self._watchdog is not None
-        env = child_environment(self._base_env, {**launch.env, TOKEN_VARIABLE: self._watchdog.token})
+        argv, replica_env = self._replica_command(launch)
+        env = child_environment(self._base_env, replica_env)
         with open(open_private(launch.log_path, os.O_WRONLY | os.O_APPEND), "ab") as log:
             capture = LogCapture(launch.log_path)  # stderr told apart from stdout: see local.log_capture
             if attempt:
                 capture.note(f"{RESTART_MARK} {attempt} -----")
             try:
                 proc = subprocess.Popen(
-                    list(launch.argv),
+                    list(argv),
                     env=env,
                     cwd=launch.cwd,
                     stdin=subprocess.DEVNULL,

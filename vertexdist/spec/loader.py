@@ -18,9 +18,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vertexdist.errors import Problem, TemplateError, UsageError
+from vertexdist.sizes import human_size
 from vertexdist.spec import limits, partial
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
+from vertexdist.spec.recovery import FallbackSpec, RecoverySpec
 from vertexdist.spec.rules import RULES, check_template
 from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 from vertexdist.spec.yaml_source import Loc, SourceMap, YamlSourceError, load_yaml_mapping
@@ -70,13 +72,20 @@ def _dotted(loc: Loc) -> str:
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
     """The model whose fields the mapping at `loc` holds (for did-you-mean on unknown keys)."""
-    nested: dict[str, type[BaseModel]] = {"trainer": TrainerSpec, "build": BuildSpec, "tuning": TuningSpec}
+    nested: dict[str, type[BaseModel]] = {
+        "trainer": TrainerSpec,
+        "build": BuildSpec,
+        "tuning": TuningSpec,
+        "recovery": RecoverySpec,
+    }
     if not loc:
         return JobTemplate
     if len(loc) == 1 and isinstance(loc[0], str):
         return nested.get(loc[0])
     if len(loc) == 3 and loc[:2] == ("tuning", "parameter_spec"):
         return ParameterSpec
+    if len(loc) == 3 and loc[:2] == ("recovery", "fallback"):
+        return FallbackSpec
     return None
 
 
@@ -210,7 +219,7 @@ def _read_template(path: Path) -> str:
     with path.open("rb") as handle:
         data = handle.read(limits.TEMPLATE_FILE_BYTES + 1)
     if len(data) > limits.TEMPLATE_FILE_BYTES:
-        raise _TooLarge(f"the file is over {limits.human_size(limits.TEMPLATE_FILE_BYTES)}; not read")
+        raise _TooLarge(f"the file is over {human_size(limits.TEMPLATE_FILE_BYTES)}; not read")
     return data.decode("utf-8")
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from vertexdist.spec import catalog
-from vertexdist.spec.catalog_data import MACHINES
+from vertexdist.spec.catalog_data import ACCELERATORS, MACHINES
 from vertexdist.spec.findings import Finding
 
 _NO_ACCELERATOR = ("", "ACCELERATOR_TYPE_UNSPECIFIED")
@@ -66,7 +66,7 @@ def accelerator_type_known(m: MachineChoice) -> Iterator[Finding]:
         "accelerator_type",
         f"{accelerator!r} is not an accelerator type",
         _join(
-            catalog.did_you_mean(accelerator, list(catalog.ACCELERATORS), described=catalog.ACCELERATORS),
+            catalog.did_you_mean(accelerator, list(ACCELERATORS), described=ACCELERATORS),
             "names are the API's enum names, e.g. NVIDIA_TESLA_A100, NVIDIA_L4",
         ),
     )

@@ -38,10 +38,10 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
+from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
 
-SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
-BUNDLED_TRAINER = "trainer_pkg"
 # How a training replica starts the module. `python`: Vertex runs `python -m module` once per machine;
 # every other mode is one of the shipped launcher's (vertexdist_launcher.options.MODES).
 Launcher = Literal["python", "torchrun", "ray"]
@@ -389,6 +389,16 @@ _PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _DOMAIN_PROJECT_ID = re.compile(r"^[a-z0-9.-]+\.[a-z]{2,}:[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
+def project_id_problem(value: str) -> str | None:
+    """What is wrong with a Google Cloud project id (a template's, a flag's, the environment's), or None."""
+    if _PROJECT_ID.match(value) or _DOMAIN_PROJECT_ID.match(value):
+        return None
+    return (
+        f"{value!r} is not a project id: 6-30 lowercase letters, digits or hyphens,"
+        " starting with a letter and not ending with a hyphen"
+    )
+
+
 class JobTemplate(_Strict):
     """One distributed training job. The flat fields mirror `CustomTrainingJob.run()` of the Vertex SDK."""
 
@@ -401,7 +411,13 @@ class JobTemplate(_Strict):
     )
 
     display_name: str = Field(description="Name shown in the Vertex console (at most 128 characters).")
-    project: str = Field(description="Google Cloud project id, e.g. my-project.")
+    project: str | None = Field(
+        default=None,
+        description=(
+            "Google Cloud project id, e.g. my-project. Optional: submit takes --project first, then this,"
+            " then GOOGLE_CLOUD_PROJECT."
+        ),
+    )
     location: str = Field(default="us-central1", description="Vertex AI region, e.g. us-central1.")
     staging_bucket: str = Field(description="gs:// folder where the trainer package is uploaded.")
     base_output_dir: str | None = Field(
@@ -469,6 +485,13 @@ class JobTemplate(_Strict):
     network: str | None = Field(
         default=None, description="VPC to peer with: projects/PROJECT_NUMBER/global/networks/NETWORK."
     )
+    persistent_resource_id: str | None = Field(
+        default=None,
+        description=(
+            "Run on the machines of this Vertex persistent resource (its id, in the job's project and"
+            " location) instead of provisioning new ones."
+        ),
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="GCP labels for the training pipeline.")
     enable_web_access: bool = Field(default=False, description="Interactive shell on the training replicas.")
     tensorboard: str | None = Field(
@@ -489,6 +512,13 @@ class JobTemplate(_Strict):
     tuning: TuningSpec | None = Field(
         default=None,
         description="Make it a hyperparameter tuning job: the job runs once per trial, with its values.",
+    )
+    recovery: RecoverySpec | None = Field(
+        default=None,
+        description=(
+            "What `submit --managed` does when an attempt is preempted, stocked out, refused for quota or"
+            " fails: how many new attempts, and the fallback places to try."
+        ),
     )
 
     _source_path: Path | None = PrivateAttr(default=None)
@@ -511,12 +541,10 @@ class JobTemplate(_Strict):
 
     @field_validator("project")
     @classmethod
-    def _project_id(cls, value: str) -> str:
-        if not (_PROJECT_ID.match(value) or _DOMAIN_PROJECT_ID.match(value)):
-            raise ValueError(
-                f"{value!r} is not a project id: 6-30 lowercase letters, digits or hyphens,"
-                " starting with a letter and not ending with a hyphen"
-            )
+    def _project_id(cls, value: str | None) -> str | None:
+        problem = None if value is None else project_id_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("display_name")

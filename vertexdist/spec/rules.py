@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog, limits, ray_rules
+from vertexdist.spec import catalog, limits, ray_rules, strategy_rules
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -21,6 +21,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
+from vertexdist.spec.recovery_rules import RECOVERY_RULES
 from vertexdist.spec.tuning_rules import TUNING_RULES
 
 if TYPE_CHECKING:
@@ -228,6 +229,16 @@ def model_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
 _BUCKET_URI = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s]*)?$")
 
 
+def project_from_flag_or_environment(t: JobTemplate) -> Iterator[Finding]:
+    if t.project is None:
+        yield Finding(
+            "project",
+            "no `project:`; submit takes it from --project, then GOOGLE_CLOUD_PROJECT",
+            "add `project: PROJECT_ID` to send this job to one project whatever the environment says",
+            "note",
+        )
+
+
 def gcs_uris(t: JobTemplate) -> Iterator[Finding]:
     for name in ("staging_bucket", "base_output_dir"):
         value = getattr(t, name)
@@ -403,6 +414,33 @@ def identity_and_network(t: JobTemplate) -> Iterator[Finding]:
             )
 
 
+# Vertex's rule for a PersistentResource id (projects.locations.persistentResources.create, query parameter
+# persistentResourceId): at most 63 characters of /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/.
+PERSISTENT_RESOURCE_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+_PERSISTENT_RESOURCE_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/persistentResources/([^/]+)$")
+
+
+def persistent_resource_id_problem(value: str) -> tuple[str, str] | None:
+    """What is wrong with a persistent resource id, and what would be right; None when Vertex takes it."""
+    if PERSISTENT_RESOURCE_ID.match(value):
+        return None
+    named = _PERSISTENT_RESOURCE_NAME.match(value)
+    if named:
+        return (f"{value!r} is a resource name, not an id", f"write only its id: {named.group(3)}")
+    return (
+        f"{value!r} is not a persistent resource id",
+        "Vertex takes 1-63 characters of a-z, 0-9 and -, starting with a letter and not ending with -",
+    )
+
+
+def persistent_resource(t: JobTemplate) -> Iterator[Finding]:
+    if t.persistent_resource_id is None:
+        return
+    problem = persistent_resource_id_problem(t.persistent_resource_id)
+    if problem is not None:
+        yield Finding("persistent_resource_id", problem[0], problem[1])
+
+
 def env_limits(t: JobTemplate) -> Iterator[Finding]:
     if len(t.trainer.env) > limits.ENV_VARS:
         yield Finding(
@@ -447,6 +485,7 @@ RULES: tuple[Rule, ...] = (
     python_launcher_leaves_gpus_idle,
     nproc_per_node_fits_gpus,
     model_fits_gpus,
+    project_from_flag_or_environment,
     gcs_uris,
     label_rules,
     location_known,
@@ -456,11 +495,14 @@ RULES: tuple[Rule, ...] = (
     boot_disk_size_range,
     container_is_prebuilt,
     identity_and_network,
+    persistent_resource,
     env_limits,
     build_repository_region,
     *limits.RULES,
     *ray_rules.RULES,
+    *strategy_rules.RULES,
     *TUNING_RULES,
+    *RECOVERY_RULES,
 )
 
 

@@ -170,10 +170,10 @@ def short_temp_dir(folder: Path) -> tuple[str, Path | None]:
 
 
 def _short_temp_base() -> Path:
-    """/tmp where it can be written: a replica's TMPDIR (local runs give each its own, in the job's folder)
-    is as long as the folder the link is there to shorten."""
-    base = Path("/tmp")
-    return base if base.is_dir() and os.access(base, os.W_OK | os.X_OK) else Path(tempfile.gettempdir())
+    """The temp folder the replica's machine would give it: a local run gives each replica a TMPDIR of its
+    own in the job's folder, as long as the folders the links are there to shorten, and says in
+    VERTEXDIST_HOST_TMPDIR what it replaced."""
+    return Path(os.environ.get("VERTEXDIST_HOST_TMPDIR") or tempfile.gettempdir())
 
 
 def remove_link(link: Path | None) -> None:

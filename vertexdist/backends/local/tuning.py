@@ -7,7 +7,10 @@ run. The run folder keeps `request.json` (the body, secrets masked), `trials/<id
 folder: logs, replicas, its cloudml-hypertune files), `gcs/` (gs:// paths: each trial's model is under
 `<base output>/<job id>/<trial id>/model/`, the job's own folder as for every job) and, once done,
 `summary.json` with every trial and the best one; all for the user only (0600 files, 0700 folders).
-`--resume-from RUN` continues an earlier run's folder (`vertexdist.local.resume`).
+`--resume-from RUN` continues an earlier run's folder (`vertexdist.backends.local.resume`). While the study
+runs, `progress.json` holds the same as the summary will, rewritten whenever a trial changes, so another
+process (`vertexdist ui`) reads the trials as they go: `describe`, `tuning`, `names` and `trial_jobs` read a
+run folder, each trial's own job through a `LocalBackend` over `trials/`.
 """
 
 from __future__ import annotations
@@ -16,26 +19,63 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from vertexdist.backends.base import NO_OPTIONS, JobStatus, LogQuery, LogsPage, SubmitOptions
-from vertexdist.backends.local_logs import LocalLogs
+from vertexdist.backends.base import (
+    NO_OPTIONS,
+    TERMINAL_STATES,
+    JobStatus,
+    LogQuery,
+    LogsPage,
+    ReplicaInfo,
+    StateChange,
+    SubmitOptions,
+    TuningStatus,
+    with_project,
+)
+from vertexdist.backends.local.logs import LocalLogs
+from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_run
+from vertexdist.backends.local.resume import local_path
+from vertexdist.backends.local.run_folders import file_stamp, run_folders
+from vertexdist.backends.local.trials import LocalTrialLauncher, trial_default_output_uri
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
-from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
-from vertexdist.local.template_job import LocalOptions, make_run_dir, new_job_id
 from vertexdist.private_files import write_private_json
 from vertexdist.render import mask_secrets, with_job_folder
 from vertexdist.spec.models import JobTemplate
 from vertexdist.tuning.driver import TuningRun
-from vertexdist.tuning.local_launcher import LocalTrialLauncher
 from vertexdist.tuning.study import Study
 from vertexdist.tuning.trials import trial_output_uri
-from vertexdist.wire.study import TuningJob, normalize_tuning_job, parse_tuning_job
-from vertexdist.wire.trials import trial_to_json
+from vertexdist.wire.study import (
+    StudySpec,
+    TuningJob,
+    TuningSpecError,
+    normalize_tuning_job,
+    parse_study_spec,
+    parse_tuning_job,
+)
+from vertexdist.wire.timestamps import format_ns
+from vertexdist.wire.trials import trial_from_json, trial_to_json
+
+if TYPE_CHECKING:
+    from vertexdist.backends.local.backend import LocalBackend
 
 SUMMARY = "summary.json"
+PROGRESS = "progress.json"
+REQUEST = "request.json"
+
+
+class UnknownTuningRun(UsageError):
+    """No tuning run of that id has a run folder here."""
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -50,57 +90,41 @@ class LocalTuningRequest:
     cache_dir: Path
 
 
-def local_path(uri: str, gcs_root: Path) -> Path:
-    """Where `gs://B/p` lives for a local run (VERTEXDIST_GCS_ROOT), or `uri` itself if it is a path."""
-    return gcs_root / uri.removeprefix("gs://") if uri.startswith("gs://") else Path(uri)
-
-
 def prepare_tuning_request(
     t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
 ) -> LocalTuningRequest:
     from vertexdist.packaging import build_sdist, package_uri
-    from vertexdist.render_tuning import render_tuning_request
+    from vertexdist.render.tuning import render_tuning_request
 
     if options.docker:
         raise UsageError(
             "--docker does not run tuning templates yet", hint="drop --docker: the trials run on the host"
         )
-    resumed: ResumedRun | None = None
-    if resume_from is not None:
-        resumed = find_run(resume_from, options.runs_dir)
-    job_id = new_job_id()
-    run_dir = (options.out or options.runs_dir / job_id).resolve()
-    if scratch is None:
-        make_run_dir(run_dir)
-        if resumed is not None:
-            link_gcs_root(run_dir, resumed)
-    sdist = build_sdist(t.trainer, scratch or run_dir / "package")
+    t = with_project(t)
+    run = prepare_run(t, options, scratch=scratch, resume_from=resume_from)
+    sdist = build_sdist(t.trainer, scratch or run.run_dir / "package")
     uri = package_uri(t.staging_bucket, sdist)
-    rendered = render_tuning_request(t, package_uri=uri, resume_from=resumed.output_uri if resumed else None)
-    request = with_job_folder(rendered, job_id)
+    rendered = render_tuning_request(t, package_uri=uri, resume_from=run.resume_uri)
+    request = with_job_folder(rendered, run.job_id)
     job = parse_tuning_job(normalize_tuning_job(request["hyperparameterTuningJob"]))
-    ctx = JobContext(
-        job_id=job_id,
-        project=t.project,
-        region=t.location,
-        gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
-        procs_per_replica=options.procs_per_replica,
-    )
     return LocalTuningRequest(
-        job_id=job_id,
+        job_id=run.job_id,
         display_name=t.display_name,
-        run_dir=run_dir,
+        run_dir=run.run_dir,
         request=request,
         job=job,
-        ctx=ctx,
+        ctx=run.ctx,
         sdists={uri: sdist.path},
         cache_dir=options.package_cache.resolve(),
     )
 
 
 def model_dir(request: LocalTuningRequest, trial_id: str) -> Path | None:
-    """The local folder of a trial's AIP_MODEL_DIR (None when the job names no output folder)."""
-    uri = trial_output_uri(request.job.trial_job_spec, trial_id)
+    """The local folder of a trial's AIP_MODEL_DIR: under the job's output folder, or the run's default one
+    when the job names none (`trials.trial_context`)."""
+    uri = trial_output_uri(request.job.trial_job_spec, trial_id) or trial_default_output_uri(
+        request.ctx, trial_id
+    )
     return local_path(f"{uri}/model", Path(request.ctx.gcs_root)) if uri else None
 
 
@@ -202,7 +226,15 @@ class LocalTuningBackend:
             grace_s=self._grace_s,
             timeout_s=self._timeout_s,
         )
-        run = TuningRun(Study(request.job, seed=self._seed), launcher, poll_s=self._poll_s)
+        progress_lock = threading.Lock()
+
+        def write_progress(run: TuningRun) -> None:
+            with progress_lock:
+                write_private_json(request.run_dir / PROGRESS, summary_of(request, run, launcher))
+
+        run = TuningRun(
+            Study(request.job, seed=self._seed), launcher, poll_s=self._poll_s, on_change=write_progress
+        )
 
         def work() -> None:
             try:
@@ -248,23 +280,76 @@ class LocalTuningBackend:
                 state="RUNNING" if found.thread.is_alive() else snapshot.outcome,
                 error=snapshot.message or None,
                 spec=_trial_spec(mask_secrets(found.request.request)),
+                location=found.request.ctx.region,
             )
-        run_dir = self.run_dir(name)
-        try:
-            body = json.loads((run_dir / "request.json").read_text())
-        except (OSError, ValueError):
-            raise UsageError(f"no local tuning job {name} in {run_dir}") from None
-        try:
-            summary = json.loads((run_dir / SUMMARY).read_text())
-        except (OSError, ValueError):
-            # Started by a local-run in another process, which writes the summary when the run ends.
-            return JobStatus(name=name, display_name="", state="RUNNING", spec=_trial_spec(body))
+        request, summary = self._state_file(name)
+        job = request.get("hyperparameterTuningJob") or {}
+        state = str(summary.get("state") or "JOB_STATE_PENDING").removeprefix("JOB_STATE_")
+        trials = [t for t in summary.get("trials") or [] if isinstance(t, dict)]
+        created = job_id_time(name)
+        starts = [str(t["startTime"]) for t in trials if t.get("startTime")]
+        ends = [str(t["endTime"]) for t in trials if t.get("endTime")]
+        # Started by a local-run in another process: done once it has written the summary.
+        done = state in TERMINAL_STATES and (self.run_dir(name) / SUMMARY).is_file()
         return JobStatus(
             name=name,
-            display_name=str(summary.get("display_name", "")),
-            state=str(summary.get("state", "")).removeprefix("JOB_STATE_"),
+            display_name=str(summary.get("display_name") or job.get("displayName") or ""),
+            state=state if done or state not in TERMINAL_STATES else "RUNNING",
+            create_time=format_ns(int(created * 1e9)) if created is not None else None,
+            start_time=min(starts) if starts else None,
+            end_time=(max(ends) if ends else None) if done else None,
             error=summary.get("error") or None,
-            spec=_trial_spec(body),
+            spec=_trial_spec(request),
+            location=str(request.get("parent", "")).rpartition("/locations/")[2] or None,
+        )
+
+    def tuning(self, name: str) -> TuningStatus:
+        """The run's status, study and trials (as `vertexdist trials` shows a Vertex tuning job's)."""
+        found = self._started(name)
+        if found is not None:
+            snapshot = found.run.snapshot()
+            return TuningStatus(self.describe(name), found.request.job.study, list(snapshot.trials))
+        request, summary = self._state_file(name)
+        try:
+            body = normalize_tuning_job(request.get("hyperparameterTuningJob") or {})
+            study: StudySpec | None = parse_study_spec(body.get("studySpec"))
+        except (TuningSpecError, ValueError):
+            study = None
+        trials = [trial_from_json(t) for t in summary.get("trials") or [] if isinstance(t, dict)]
+        return TuningStatus(status=self.describe(name), study=study, trials=trials)
+
+    def replicas(self, name: str) -> list[ReplicaInfo]:
+        """None of its own: each trial is a job with its replicas (`trial_jobs`)."""
+        self.describe(name)
+        return []
+
+    def timeline(self, name: str) -> list[StateChange]:
+        """Its creation, each trial's start and end, its end."""
+        return self.tuning(name).timeline()
+
+    def names(self) -> list[str]:
+        """Ids of the tuning runs under the runs folder (those with a request.json), newest first."""
+        return run_folders(self.options.runs_dir, REQUEST)
+
+    def version(self, name: str) -> tuple[int, ...]:
+        """What changes whenever `tuning(name)` would: a view may keep what it made of the run meanwhile."""
+        return file_stamp(self.options.runs_dir / name, (SUMMARY, PROGRESS))
+
+    def _state_file(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(request.json's body, the summary or, while the study runs, its progress)."""
+        folder = self.run_dir(name)
+        request = _read_json(folder / REQUEST)
+        if not request:
+            raise UnknownTuningRun(f"no tuning run {name} in {self.options.runs_dir}")
+        return request, _read_json(folder / SUMMARY) or _read_json(folder / PROGRESS)
+
+    def trial_jobs(self, name: str) -> LocalBackend:
+        """The run's trials as local jobs (a trial's id names its job): replicas, logs, outputs."""
+        # By name (the registry), not by import: the local backend is the one that holds this part.
+        from vertexdist.backends import create_backend
+
+        return cast(
+            "LocalBackend", create_backend("local", LocalOptions(runs_dir=self.run_dir(name) / "trials"))
         )
 
     def list(self, limit: int = 50) -> list[JobStatus]:
@@ -287,6 +372,12 @@ class LocalTuningBackend:
         """The trials' replica log lines after `cursor` in time order, each named `<trial>/<replica>`."""
         query = query or LogQuery()
         found = self._started(name)
+        if query.trial is not None and cursor is None and query.trial not in trial_ids(self.run_dir(name)):
+            known = ", ".join(trial_ids(self.run_dir(name))) or "none yet"
+            raise UsageError(
+                f"{name} has no trial {query.trial}; its trials: {known}",
+                hint=f"its trials and their states: vertexdist trials {name}",
+            )
         trials = self.run_dir(name) / "trials"
         files: dict[str, Path] = {}
         if trials.is_dir():
@@ -303,6 +394,13 @@ class LocalTuningBackend:
     def outputs(self, name: str) -> FolderOutputs:
         """The job's output folder (each trial's under it) in its run folder's gs:// namespace."""
         return FolderOutputs(require_output_uri(name, self.describe(name).spec), self.run_dir(name) / "gcs")
+
+
+def trial_ids(run_dir: Path) -> list[str]:
+    """The ids of a tuning run's trials so far (each has a folder under the run folder's `trials/`)."""
+    trials = run_dir / "trials"
+    found = [p.name for p in trials.iterdir() if p.is_dir()] if trials.is_dir() else []
+    return sorted(found, key=lambda t: (len(t), t))
 
 
 def _trial_spec(body: dict[str, Any]) -> dict[str, Any]:
