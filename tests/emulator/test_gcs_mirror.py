@@ -94,6 +94,28 @@ def test_a_running_jobs_change_is_not_undone_by_the_next_jobs_pull(
     assert (folder / "data" / "ckpt").read_bytes() == b"step 2, being written"
 
 
+def test_every_page_of_a_listing_is_mirrored_and_none_is_taken_for_deleted(
+    storage: StorageEmulator, tmp_path: Path
+) -> None:
+    """Cloud Storage lists at most maxResults objects (1000) a page: the objects after the first page are
+    files too, and a pull does not take them for deleted and remove their files."""
+    folder = tmp_path / "gcs"
+    mirror = StorageMirror(storage, folder, tmp_path / "state.json")
+    mirror.page_size = 2
+    client = _client()
+    for bucket_name in ("paged-a", "paged-b", "paged-c"):  # the bucket listing has pages too
+        bucket = client.create_bucket(bucket_name)
+        for n in range(5):
+            bucket.blob(f"shard-{n}").upload_from_string(f"{bucket_name} {n}")
+    assert mirror.pull() == 15
+    assert mirror.pull() == 0
+    found = {p.relative_to(folder).as_posix(): p.read_text() for p in folder.rglob("*") if p.is_file()}
+    assert found == {
+        f"{b}/shard-{n}": f"{b} {n}" for b in ("paged-a", "paged-b", "paged-c") for n in range(5)
+    }
+    assert mirror.push() == 0  # nothing uploaded again, nothing deleted
+
+
 def test_objects_no_file_can_hold_are_left_out(storage: StorageEmulator, tmp_path: Path) -> None:
     folder = tmp_path / "gcs"
     bucket = _client().create_bucket("odd")

@@ -268,14 +268,23 @@ def test_the_idiom_through_local_run_as_root_lands_in_the_run_folder_and_resumes
 
 @pytest.mark.slow
 def test_the_idiom_through_local_run_as_an_ordinary_user(nobody: Any, host_gcs: Any) -> None:
+    """The issue's machine: root ran vertexdist first, so the shared temp folder holds root's folders (under
+    the old shared name and under this user's own names); this run neither fails on them nor uses them."""
     _needs_mapping()
     work = nobody.folder("idiom")
+    shared = work / "tmp"
+    shared.mkdir(mode=0o1777)
+    shared.chmod(0o1777)
+    roots = ["vertexdist-ports", f"vertexdist-{nobody.uid}", f"vxray-{nobody.uid}"]
+    for name in roots:
+        (shared / name).mkdir(mode=0o755)  # root's, as its first run left them
+        (shared / name / "42819").write_text("1\n")
     template = _template(work)
     out = work / "run"
     result = _local_run(
         nobody.argv(*_cli(nobody.python, "local-run", str(template), "--out", str(out))),
         cwd=work,
-        env=nobody.env(),
+        env=nobody.env(TMPDIR=str(shared)),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"chief read: rank 1 uid {nobody.uid}" in result.stdout  # its own uid in there, not root's
@@ -283,6 +292,9 @@ def test_the_idiom_through_local_run_as_an_ordinary_user(nobody: Any, host_gcs: 
     files = sorted((job / "model").iterdir())
     assert [p.name for p in files] == ["child-0.txt", "child-1.txt", "rank-0.txt", "rank-1.txt"]
     assert {p.stat().st_uid for p in files} == {nobody.uid}
+    for name in roots:
+        assert [p.name for p in (shared / name).iterdir()] == ["42819"]  # root's, untouched
+    assert (shared / f"vertexdist-{nobody.uid}-1").stat().st_uid == nobody.uid  # the user's own, beside it
 
 
 @pytest.mark.slow

@@ -27,10 +27,11 @@ import shutil
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from vertexdist.backends.outputs import md5_base64
 from vertexdist.emulator.gcs import StorageEmulator
@@ -40,6 +41,7 @@ from vertexdist.private_files import write_private_json
 _log = logging.getLogger(__name__)
 STATE_FILE = "gcs-mirror.json"
 TIMEOUT_S = 300
+PAGE_SIZE = 1000  # Cloud Storage's largest page of a listing
 
 
 @dataclass(frozen=True)
@@ -64,21 +66,33 @@ class StorageMirror:
         self.folder = Path(folder)
         self._state_file = Path(state_file)
         self._lock = threading.Lock()
+        self.page_size = PAGE_SIZE
 
     # --- the storage emulator's JSON API ---------------------------------------------------------------
     def _get(self, path: str) -> Any:
         with urllib.request.urlopen(f"{self._storage.endpoint}{path}", timeout=TIMEOUT_S) as response:
             return json.loads(response.read() or b"{}")
 
+    def _items(self, path: str, **query: str) -> Iterator[dict[str, Any]]:
+        """Every item of a listing, page after page (Cloud Storage answers at most `maxResults` at a time,
+        with a `nextPageToken` for the rest)."""
+        token = ""
+        while True:
+            page = {**query, "maxResults": str(self.page_size), **({"pageToken": token} if token else {})}
+            answer = self._get(f"{path}?{urlencode(page)}")
+            yield from answer.get("items") or []
+            token = answer.get("nextPageToken") or ""
+            if not token:
+                return
+
     def _objects(self) -> dict[str, _Object]:
         """`BUCKET/NAME` -> md5 and size, of every object of every bucket."""
         found: dict[str, _Object] = {}
-        for bucket in self._get("/storage/v1/b?project=emulator").get("items") or []:
+        for bucket in self._items("/storage/v1/b", project="emulator"):
             name = bucket.get("name") or bucket.get("id")
             if not name:
                 continue
-            listing = self._get(f"/storage/v1/b/{quote(name, safe='')}/o")
-            for item in listing.get("items") or []:
+            for item in self._items(f"/storage/v1/b/{quote(name, safe='')}/o"):
                 found[f"{name}/{item['name']}"] = _Object(item.get("md5Hash", ""), int(item.get("size", 0)))
         return found
 
