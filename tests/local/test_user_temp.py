@@ -74,7 +74,7 @@ def test_a_replicas_ray_links_go_to_the_machines_temp_folder(
     monkeypatch.setenv("TMPDIR", str(replica_temp))
     monkeypatch.setenv("VERTEXDIST_HOST_TMPDIR", str(machine))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
-    short, link = ray_node.short_temp_dir(replica_temp / "ray")
+    _short, link = ray_node.short_temp_dir(replica_temp / "ray")
     try:
         assert link is not None and link.parent == machine / f"vxray-{os.getuid()}"
     finally:

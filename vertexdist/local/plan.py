@@ -159,14 +159,13 @@ def build_plan(
             if missing:
                 raise JobSpecError(f"{slot.pool.name}: package {missing[0]} was not fetched")
             env["PYTHONPATH"] = ":".join(package_dirs[uri] for uri in slot.pool.package_uris)
-        if addressing == "loopback":
+        if addressing == "loopback" and "TMPDIR" not in env:
             # A temp folder of its own, inside the job's folder and removed with the job (`runner`): what
             # torchrun (torchelastic_*), Ray's links and the user's tempfile calls leave is never spread
             # over the machine's temp folder. Containers keep their own /tmp.
-            if "TMPDIR" not in env:
-                env["TMPDIR"] = str(run_dir / TMP_DIR / slot.name)
-                # Ray's short links (ray_node) belong in the machine's temp folder: this one is too long.
-                env[HOST_TMPDIR_ENV] = tempfile.gettempdir()
+            env["TMPDIR"] = str(run_dir / TMP_DIR / slot.name)
+            # Ray's short links (ray_node) belong in the machine's temp folder: this one is too long.
+            env[HOST_TMPDIR_ENV] = tempfile.gettempdir()
         kind, argv = _argv(slot.pool, python, address, slot.name)
         launches.append(
             ReplicaLaunch(
