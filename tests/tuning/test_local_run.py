@@ -118,6 +118,34 @@ def test_failing_trials_count_against_max_failed_trial_count(
     assert len(shown) == 2 and "\n    failing on purpose for units=2\n" in shown[1].split("trial 3 ")[0]
 
 
+def test_where_gcs_cannot_be_mapped_the_run_says_why_once_and_each_trial_fails_with_it(
+    workdir: Path, tmp_path: Path, tuning_template: Template, host_gcs: Any, no_user_namespaces: Any
+) -> None:
+    """The trial script writes its score through /gcs; where no namespace can be made, local-run says why
+    once for the whole run (not once per trial, nor never), and a trial's touch of /gcs fails with it."""
+    tuning = {
+        "parameter_spec": {"units": {"type": "integer", "min": 1, "max": 3}},
+        "max_trial_count": 3,
+        "parallel_trial_count": 3,
+        "max_failed_trial_count": 3,
+        "search_algorithm": "grid",
+    }
+    out = tmp_path / "run"
+    argv = no_user_namespaces(_cli(str(tuning_template(tuning)), "--out", str(out)))
+    env = {**os.environ, "NO_GCE_CHECK": "true"}
+    result = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=150, env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = [
+        line
+        for line in (result.stdout + result.stderr).splitlines()
+        if "warning: /gcs is not this job's Cloud Storage here" in line
+    ]
+    assert len(said) == 1, result.stdout + result.stderr
+    assert "may make no more user namespaces" in said[0] and "--docker" in said[0]
+    log = (out / "trials" / "1" / "logs" / "workerpool0-0.log").read_text()
+    assert "PermissionError: [Errno 13] vertexdist: /gcs is not this job's Cloud Storage here" in log
+
+
 def test_median_stopping_stops_an_obvious_loser(
     workdir: Path, tmp_path: Path, tuning_template: Template
 ) -> None:

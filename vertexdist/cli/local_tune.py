@@ -60,6 +60,11 @@ def run_tuning(request: LocalRunRequest, *, plan_only: bool, json_events: bool) 
         typer.echo(json.dumps(plan_local(request), indent=2))
         return
     run = start_local_tuning(request)
+    if run.warning:  # once, for the whole run, before the first trial's line
+        if json_events:
+            typer.echo(json.dumps({"event": "warning", "job_id": run.name, "message": run.warning}))
+        else:
+            typer.echo(run.warning, err=True)
     view = choose_view(run.name, run.metric, run.parameters, json_events=json_events)
 
     def stop(_signum: int, _frame: FrameType | None) -> None:

@@ -221,6 +221,7 @@ class LocalTuningRun:
     run_dir: Path
     metric: str  # the study's objective
     parameters: list[str]  # the parameters' ids, in the template's order
+    warning: str | None = None  # what to say once as the run starts (no /gcs for the trials, say)
 
     def _loop(self) -> tuple[TuningRun, threading.Thread]:
         return self.backend.tuning.run(self.name)
@@ -261,4 +262,5 @@ def start_local_tuning(request: LocalRunRequest) -> LocalTuningRun:
         dry.run_dir,
         metric=dry.job.study.objective.id,
         parameters=[p.id for p in dry.job.study.parameters],
+        warning=backend.tuning.gcs_warning(),
     )

@@ -7,7 +7,7 @@ field that caused it, or on the entry when the clash is with a field the templat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from vertexdist.spec.findings import Finding
@@ -21,18 +21,23 @@ def _field_of(path: str) -> str:
     return path.split(".")[0].split("[")[0]
 
 
-def fallbacks_are_valid_jobs(t: JobTemplate) -> Iterator[Finding]:
+Rule = Callable[["JobTemplate"], Iterator[Finding]]
+
+
+def fallbacks_are_valid_jobs(checks: Sequence[Rule]) -> Rule:
+    """The rule that each fallback, merged over the template, passes `checks`: the template's own rules about
+    the fields a fallback can change (spec.rules passes them in; this module cannot import it, which imports
+    this one)."""
+
+    def rule(t: JobTemplate) -> Iterator[Finding]:
+        return _fallbacks_pass(t, checks)
+
+    return rule
+
+
+def _fallbacks_pass(t: JobTemplate, checks: Sequence[Rule]) -> Iterator[Finding]:
     if t.recovery is None:
         return
-    from vertexdist.spec import rules
-
-    checks = (
-        rules.machine_fits,
-        rules.location_known,
-        rules.strategy_known,
-        rules.gcs_uris,
-        rules.reduction_server_needs_gpu_workers,
-    )
     baseline = {(f.path, f.message) for check in checks for f in check(t)}
     for index, entry in enumerate(t.recovery.fallback):
         changed = entry.changes()
@@ -61,6 +66,3 @@ def strategy_needs_recovery_to_recover(t: JobTemplate) -> Iterator[Finding]:
             "raise max_preemptions, or remove the fallback list",
             "warning",
         )
-
-
-RECOVERY_RULES = (fallbacks_are_valid_jobs, strategy_needs_recovery_to_recover)

@@ -21,7 +21,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
-from vertexdist.spec.recovery_rules import RECOVERY_RULES
+from vertexdist.spec.recovery_rules import fallbacks_are_valid_jobs, strategy_needs_recovery_to_recover
 from vertexdist.spec.tuning_rules import TUNING_RULES
 
 if TYPE_CHECKING:
@@ -502,7 +502,10 @@ RULES: tuple[Rule, ...] = (
     *ray_rules.RULES,
     *strategy_rules.RULES,
     *TUNING_RULES,
-    *RECOVERY_RULES,
+    fallbacks_are_valid_jobs(
+        (machine_fits, location_known, strategy_known, gcs_uris, reduction_server_needs_gpu_workers)
+    ),
+    strategy_needs_recovery_to_recover,
 )
 
 

@@ -40,6 +40,7 @@ from vertexdist.backends.local.run_folders import file_stamp, run_folders
 from vertexdist.backends.local.trials import LocalTrialLauncher, trial_default_output_uri
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
+from vertexdist.local import gcs_mount
 from vertexdist.local.environment import JobContext
 from vertexdist.private_files import write_private_json
 from vertexdist.render import mask_secrets, with_job_folder
@@ -247,6 +248,13 @@ class LocalTuningBackend:
             self._runs[request.job_id] = _Started(request, run, thread, launcher)
         thread.start()
         return request.job_id
+
+    @staticmethod
+    def gcs_warning() -> str | None:
+        """Why the trials' replicas cannot see the job's Cloud Storage at /gcs here (said once, as the run
+        starts: each trial is a job of its own, and a trial's touch of /gcs fails with it), or None."""
+        problem = gcs_mount.problem()
+        return None if problem is None else f"warning: {problem}"
 
     def _started(self, name: str) -> _Started | None:
         with self._lock:
