@@ -19,7 +19,7 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from vertexdist.backends.base import (
     NO_OPTIONS,
@@ -356,9 +356,7 @@ class LocalTuningBackend:
         # By name (the registry), not by import: the local backend is the one that holds this part.
         from vertexdist.backends import create_backend
 
-        return cast(
-            "LocalBackend", create_backend("local", LocalOptions(runs_dir=self.run_dir(name) / "trials"))
-        )
+        return create_backend("local", LocalOptions(runs_dir=self.run_dir(name) / "trials"))
 
     def list(self, limit: int = 50) -> list[JobStatus]:
         """Runs started here, then earlier tuning run folders, newest first."""
