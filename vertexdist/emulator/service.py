@@ -93,6 +93,8 @@ class EmulatorService:
         self.hold_get_s = hold_get_s
         # (pipeline, its succeeded job) -> fields the pipeline gets, e.g. the uploaded model (models.py).
         self.on_pipeline_success: Callable[[Resource, Resource], dict[str, Any]] | None = None
+        # (parent, job spec, where) -> raises ApiError when the persistent resource it names cannot take it.
+        self.check_placement: Callable[[str, dict[str, Any], str], None] | None = None
         self._running: dict[str, RunningJob] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -118,6 +120,8 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"customJob.jobSpec.{exc}") from None
         self._check_spec(spec, "customJob.jobSpec")
+        if self.check_placement is not None:
+            self.check_placement(parent, spec, "customJob.jobSpec")
         job = _new_resource(parent, "customJobs", body, "JOB_STATE_QUEUED", jobSpec=spec)
         if pipeline:
             job[PIPELINE_KEY] = pipeline
@@ -144,6 +148,8 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"trainingPipeline.trainingTaskInputs.{exc}") from None
         self._check_spec(spec, "trainingPipeline.trainingTaskInputs")
+        if self.check_placement is not None:
+            self.check_placement(parent, spec, "trainingPipeline.trainingTaskInputs")
         pipeline = _new_resource(
             parent,
             "trainingPipelines",
