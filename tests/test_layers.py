@@ -100,6 +100,9 @@ WALLS: dict[str, tuple[str, ...]] = {
     "vertexdist/cli/": ("vertexdist.local",),
     # The service sits between the CLI and the backends, and never prints.
     "vertexdist/jobs/": ("vertexdist.cli", "rich"),
+    # The managed-job controller is a caller of the service and the backends, like the CLI: it never prints,
+    # and it reaches jobs through a backend, never the local runtime or the emulator directly.
+    "vertexdist/managed/": ("vertexdist.cli", "rich", "vertexdist.local", "vertexdist.emulator"),
     "vertexdist/container/": (
         "vertexdist.local",
         "vertexdist.backends",

@@ -33,10 +33,17 @@ def start(
         help="Answer a Get of an unfinished job only when it ends or after this many s.",
     ),
     verbose: bool = typer.Option(False, "--verbose", help="Log every request on stderr."),
+    fault_plan: Path | None = typer.Option(
+        None,
+        "--fault-plan",
+        help="YAML list of capacity faults to inject: preempt, stockout, quota, flex_wait.",
+    ),
 ) -> None:
     """Serve until stopped; prints VERTEX_API_ENDPOINT=... and STORAGE_EMULATOR_HOST=..., one per line."""
     from vertexdist.emulator import Emulator
+    from vertexdist.spec.fault_plan import load_fault_plan
 
+    plan = load_fault_plan(fault_plan) if fault_plan is not None else None
     emu = Emulator(
         port=port,
         gcs_port=gcs_port,
@@ -44,6 +51,7 @@ def start(
         procs_per_replica=procs_per_replica,
         hold_get_s=hold_get,
         verbose=verbose,
+        fault_plan=plan,
     )
     stop = threading.Event()
 

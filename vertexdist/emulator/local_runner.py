@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from vertexdist.backends.base import ReplicaState
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
 from vertexdist.local import JobContext, JobState, LocalJob, start_job
 from vertexdist.log_files import last_lines
@@ -66,6 +67,14 @@ class _LocalRunning:
 
     def pids(self) -> list[int]:
         return sorted(r.pid for r in self._job.replicas() if r.pid is not None)
+
+    def replica_pids(self) -> dict[str, int]:
+        """Replica name -> pid of its process group, for the replicas running now."""
+        return {
+            r.name: r.pid
+            for r in self._job.replicas()
+            if r.pid is not None and r.state is ReplicaState.RUNNING
+        }
 
 
 class LocalBackendRunner:

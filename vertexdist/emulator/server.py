@@ -16,8 +16,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.emulator.execution import JobRunner
-from vertexdist.emulator.faults import FaultPlan
+from vertexdist.emulator.faults import FaultPlan as RequestFaults
 from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
@@ -33,6 +34,7 @@ from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.local import gcs_mount
 from vertexdist.private_files import make_private_dir
+from vertexdist.spec.fault_plan import FaultPlan
 from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path
 
 _log = logging.getLogger(__name__)
@@ -82,7 +84,11 @@ class Emulator:
         hold_get_s: float = 0.0,
         procs_per_replica: int | None = 1,
         verbose: bool = False,
+        fault_plan: FaultPlan | None = None,
     ) -> None:
+        problem = not_emulated(fault_plan) if fault_plan is not None else None
+        if problem is not None:
+            raise VertexdistError(problem)
         self._temp = None if data_dir else Path(tempfile.mkdtemp(prefix="vertexdist-emulator-"))
         self.data_dir = Path(data_dir).resolve() if data_dir else self._temp
         assert self.data_dir is not None
@@ -112,6 +118,7 @@ class Emulator:
                 hold_get_s=hold_get_s,
                 publish_outputs=self._publish,
                 stage_inputs=self.mirror.pull,
+                capacity=CapacityFaults(fault_plan) if fault_plan is not None else None,
             )
             self.service = service
             self.tuning = TuningService(service, work_dir=self.data_dir)
@@ -147,7 +154,7 @@ class Emulator:
         return self.storage.publish_folder(local_gs_path(uri, self.data_dir / "gcs"), uri)
 
     @property
-    def faults(self) -> FaultPlan:
+    def faults(self) -> RequestFaults:
         return self.http.faults
 
     @property

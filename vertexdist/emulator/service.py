@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.emulator import validation
+from vertexdist.emulator.capacity import CapacityFaults, accelerator_type, max_wait_s
 from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
 from vertexdist.emulator.filters import parse_filter
+from vertexdist.emulator.preemption import Preemptions
 from vertexdist.emulator.store import TERMINAL_STATES, JobStore, Resource, is_terminal, new_id
+from vertexdist.wire import capacity_errors
 from vertexdist.wire.enums import job_to_pipeline_state
 from vertexdist.wire.proto_json import (
     CUSTOM_TASK_DEFINITION,
@@ -82,8 +85,12 @@ class EmulatorService:
         hold_get_s: float = 0.0,
         publish_outputs: Callable[[dict[str, Any]], object] | None = None,
         stage_inputs: Callable[[], object] | None = None,
+        capacity: CapacityFaults | None = None,
     ) -> None:
         self.store = store
+        # The fault plan's capacity faults (emulator start --fault-plan); none by default.
+        self.capacity = capacity or CapacityFaults()
+        self._preemptions: dict[str, Preemptions] = {}
         self._publish_outputs = publish_outputs
         # Before a job starts: what its replicas read at /gcs made current (the emulated Cloud Storage's).
         self._stage_inputs = stage_inputs
@@ -122,6 +129,8 @@ class EmulatorService:
         self._check_spec(spec, "customJob.jobSpec")
         if self.check_placement is not None:
             self.check_placement(parent, spec, "customJob.jobSpec")
+        if pipeline is None and trial is None:
+            self._refuse_for_quota(location, spec, parent)
         job = _new_resource(parent, "customJobs", body, "JOB_STATE_QUEUED", jobSpec=spec)
         if pipeline:
             job[PIPELINE_KEY] = pipeline
@@ -150,6 +159,7 @@ class EmulatorService:
         self._check_spec(spec, "trainingPipeline.trainingTaskInputs")
         if self.check_placement is not None:
             self.check_placement(parent, spec, "trainingPipeline.trainingTaskInputs")
+        self._refuse_for_quota(location, spec, parent)
         pipeline = _new_resource(
             parent,
             "trainingPipelines",
@@ -240,6 +250,38 @@ class EmulatorService:
             handle.wait(max(0.0, deadline - time.monotonic()))
 
     # --- internals --------------------------------------------------------------------------------
+    def _refuse_for_quota(self, location: str, spec: dict[str, Any], parent: str) -> None:
+        if self.capacity.refuse_create(location, spec, parent):
+            raise ApiError(
+                capacity_errors.HTTP_TOO_MANY_REQUESTS,
+                capacity_errors.STATUS_RESOURCE_EXHAUSTED,
+                capacity_errors.quota_message(accelerator_type(spec), location),
+            )
+
+    def _capacity_before_start(self, job_name: str, location: str, spec: dict[str, Any]) -> bool:
+        """Stockout and Flex-start faults, while the job is PENDING; False when the job must not start."""
+        if self.capacity.stockout(job_name, location, spec):
+            self._set_state(job_name, "JOB_STATE_FAILED", error=capacity_errors.stockout_error(location))
+            return False
+        flex = self.capacity.flex_wait(job_name, spec)
+        if flex is None:
+            return True
+        limit = max_wait_s(spec)
+        expires = flex.wait is None or (limit > 0 and flex.wait > limit)
+        wait = (limit if limit > 0 else float("inf")) if expires else float(flex.wait or 0.0)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self._stop.wait(min(_SUPERVISE_INTERVAL_S, max(0.0, deadline - time.monotonic()))):
+                return False
+            job = self.store.get(job_name)
+            if job is None or job["state"] == "JOB_STATE_CANCELLING":
+                self._finish_cancelled_before_start(job_name)
+                return False
+        if expires:
+            self._set_state(job_name, "JOB_STATE_FAILED", error=capacity_errors.flex_expired_error(limit))
+            return False
+        return True
+
     def _check_location(self, location: str) -> None:
         problems = validation.location_problems(location)
         if problems:
@@ -317,6 +359,8 @@ class EmulatorService:
                 self._stage_inputs()
             except Exception as exc:  # the job still runs; what it reads at /gcs may be stale
                 _log.warning("mirroring Cloud Storage for %s failed: %s", job_name, exc)
+        if not self._capacity_before_start(job_name, location, job["jobSpec"]):
+            return
         job_dir = self._job_dir(job_name)
         trial = job.get(TRIAL_KEY) or {}
         request = LaunchRequest(
@@ -340,11 +384,25 @@ class EmulatorService:
                 error={"code": _CODE_INTERNAL, "message": f"launch failed: {message}"},
             )
             return
+        armed = self.capacity.replica_faults(job_name, job["jobSpec"])
         with self._lock:
             self._running[job_name] = handle
+            if armed:
+                self._preemptions[job_name] = Preemptions(armed)
         current = self.store.get(job_name)
         if current is not None and current["state"] == "JOB_STATE_CANCELLING":
             handle.cancel()
+
+    def _preempt(self, job_name: str, handle: RunningJob) -> None:
+        """Signal the preemptions due; once a replica is reclaimed the job is stopped (job_fails)."""
+        with self._lock:
+            preemptions = self._preemptions.get(job_name)
+        replica_pids = getattr(handle, "replica_pids", None)
+        if preemptions is None or preemptions.stopping or replica_pids is None:
+            return
+        if preemptions.tick(replica_pids()):
+            preemptions.stopping = True
+            threading.Thread(target=handle.cancel, name="emulator-preempt", daemon=True).start()
 
     def _remember_pids(self, job_name: str, handle: RunningJob) -> None:
         """Keep the replicas' pids with the job: a restarted emulator stops what a crash left running."""
@@ -409,6 +467,7 @@ class EmulatorService:
                 else:
                     status_state, message = status.state, status.message
                 if status_state in ("PENDING", "RUNNING"):
+                    self._preempt(job_name, handle)
                     self._remember_pids(job_name, handle)
                     job = self.store.get(job_name)
                     if status_state == "RUNNING" and job is not None and job["state"] == "JOB_STATE_PENDING":
@@ -416,8 +475,16 @@ class EmulatorService:
                     continue
                 with self._lock:
                     self._running.pop(job_name, None)
+                    preemptions = self._preemptions.pop(job_name, None)
                 self._publish(job_name)
-                if status_state == "SUCCEEDED":
+                if preemptions is not None and preemptions.preempted is not None:
+                    # Whatever the replicas' exits said: the job failed because its VM was reclaimed.
+                    self._set_state(
+                        job_name,
+                        "JOB_STATE_FAILED",
+                        error=capacity_errors.preemption_error(preemptions.preempted),
+                    )
+                elif status_state == "SUCCEEDED":
                     self._set_state(job_name, "JOB_STATE_SUCCEEDED")
                 elif status_state == "CANCELLED":
                     self._set_state(
