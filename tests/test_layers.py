@@ -200,6 +200,19 @@ def test_the_cli_never_writes_the_environment() -> None:
     assert not writes, "\n".join(writes)
 
 
+def test_no_part_of_vertexdist_but_the_shipped_launcher_writes_the_environment() -> None:
+    # vertexdist is a library too (the service, the managed controller, the console call it in one process):
+    # what a job needs goes into the environment it is given, never into this process's. Only the shipped
+    # launcher, which is the replica's own process, sets variables for the code it starts.
+    writes = [
+        f"{path.relative_to(REPO)} {where}"
+        for path in sorted(REPO.glob("vertexdist/**/*.py"))
+        if not path.is_relative_to(REPO / "vertexdist/shipped")
+        for where in _writes_environ(path)
+    ]
+    assert not writes, "\n".join(writes)
+
+
 def test_the_environment_check_sees_each_kind_of_write(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     for line in (

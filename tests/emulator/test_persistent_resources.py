@@ -169,3 +169,58 @@ def test_a_restarted_emulator_keeps_its_persistent_resources_running(tmp_path: P
     with Emulator(data_dir=tmp_path) as emu:
         found = make(emu).get_persistent_resource(name=f"{PARENT}/persistentResources/survivor")
     assert found.state == PersistentResource.State.RUNNING
+
+
+def _job(aiplatform: Any, name: str, replicas: int, resource: str) -> Any:
+    import sys
+
+    return aiplatform.CustomJob(
+        display_name=name,
+        worker_pool_specs=[
+            {
+                "machine_spec": {"machine_type": "n1-standard-4"},
+                "replica_count": 1,
+                "container_spec": {"image_uri": "x/standin", "command": [sys.executable, "-c", "print(1)"]},
+            },
+            *(
+                [
+                    {
+                        "machine_spec": {"machine_type": "n1-standard-4"},
+                        "replica_count": replicas - 1,
+                        "container_spec": {
+                            "image_uri": "x/standin",
+                            "command": [sys.executable, "-c", "print(2)"],
+                        },
+                    }
+                ]
+                if replicas > 1
+                else []
+            ),
+        ],
+        persistent_resource_id=resource,
+    )
+
+
+def test_a_job_runs_on_a_persistent_resource_it_fits_and_is_refused_otherwise(
+    aiplatform: Any, emu: Emulator
+) -> None:
+    from google.api_core import exceptions
+    from google.cloud.aiplatform.persistent_resource import PersistentResource
+
+    resource = PersistentResource.create(persistent_resource_id="jobs-run-here", resource_pools=[POOL])
+    try:
+        job = _job(aiplatform, "on-the-pool", 2, "jobs-run-here")
+        job.run()
+        assert job.state.name == "JOB_STATE_SUCCEEDED"
+        assert job.gca_resource.job_spec.persistent_resource_id == "jobs-run-here"
+
+        with pytest.raises(exceptions.BadRequest) as too_big:
+            _job(aiplatform, "too-big", 3, "jobs-run-here").run()
+        assert "ask for 3 replicas of n1-standard-4; persistent resource 'jobs-run-here' holds 2" in str(
+            too_big.value
+        )
+    finally:
+        resource.delete()
+    with pytest.raises(exceptions.BadRequest) as missing:
+        _job(aiplatform, "nowhere", 1, "jobs-run-here").run()
+    assert "does not exist" in str(missing.value)

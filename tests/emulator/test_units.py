@@ -186,7 +186,9 @@ def test_the_emulator_refuses_exactly_what_validate_refuses(
 
 
 def test_the_replica_tail_keeps_the_last_lines_trimmed(tmp_path: Any) -> None:
-    from vertexdist.emulator.local_runner import TAIL_LINE_CHARS, TAIL_LINES, replica_tail
+    from vertexdist.log_files import MESSAGE_TAIL_CHARS as TAIL_LINE_CHARS
+    from vertexdist.log_files import MESSAGE_TAIL_LINES as TAIL_LINES
+    from vertexdist.log_files import replica_tail
 
     log = tmp_path / "workerpool0-0.log"
     log.write_text("".join(f"line {i}\n" for i in range(30)) + "\n\n" + "y" * 1000 + "\n")

@@ -6,7 +6,7 @@ local one the process runtime). A new backend is a package under `vertexdist/bac
 `create_backend(name, target)` makes one: `target` is what that backend's class takes first, a
 `backends.config.Target` for `vertex`, `backends.local.LocalOptions` (or None) for `local`. Called with a
 name written out (`"vertex"`, `"local"`), it is typed as that backend's class, with that class's keywords,
-so a caller needs no cast; a new backend adds an `overload` here alongside its `BACKENDS` line.
+so a caller needs no cast; any other name gives a `Backend[Any]` (a new backend's overload goes here too).
 """
 
 from __future__ import annotations
