@@ -12,6 +12,7 @@ from vertexdist.cli import (
     local_run,
     machines,
     outputs,
+    pool,
     render,
     schema,
     submit,
@@ -33,5 +34,6 @@ MODULES: list[ModuleType] = [
     trials,
     outputs,
     emulator,
+    pool,
     ui,
 ]
