@@ -100,6 +100,9 @@ WALLS: dict[str, tuple[str, ...]] = {
     "vertexdist/cli/": ("vertexdist.local",),
     # The service sits between the CLI and the backends, and never prints.
     "vertexdist/jobs/": ("vertexdist.cli", "rich"),
+    # The managed-job controller is a caller of the service and the backends, like the CLI: it never prints,
+    # and it reaches jobs through a backend, never the local runtime or the emulator directly.
+    "vertexdist/managed/": ("vertexdist.cli", "rich", "vertexdist.local", "vertexdist.emulator"),
     "vertexdist/container/": (
         "vertexdist.local",
         "vertexdist.backends",
@@ -192,6 +195,19 @@ def test_the_cli_never_writes_the_environment() -> None:
     writes = [
         f"{path.relative_to(REPO)} {where}"
         for path in sorted(REPO.glob("vertexdist/cli/**/*.py"))
+        for where in _writes_environ(path)
+    ]
+    assert not writes, "\n".join(writes)
+
+
+def test_no_part_of_vertexdist_but_the_shipped_launcher_writes_the_environment() -> None:
+    # vertexdist is a library too (the service, the managed controller, the console call it in one process):
+    # what a job needs goes into the environment it is given, never into this process's. Only the shipped
+    # launcher, which is the replica's own process, sets variables for the code it starts.
+    writes = [
+        f"{path.relative_to(REPO)} {where}"
+        for path in sorted(REPO.glob("vertexdist/**/*.py"))
+        if not path.is_relative_to(REPO / "vertexdist/shipped")
         for where in _writes_environ(path)
     ]
     assert not writes, "\n".join(writes)

@@ -23,8 +23,11 @@ def start(
         0, "--gcs-port", min=0, max=65535, help="Cloud Storage port (0: any free one)."
     ),
     data_dir: Path = typer.Option(DEFAULT_DATA_DIR, "--data-dir", help="Jobs, logs and buckets live here."),
-    procs_per_replica: int = typer.Option(
-        1, "--procs-per-replica", min=1, help="Worker processes per replica."
+    procs_per_replica: int | None = typer.Option(
+        None,
+        "--procs-per-replica",
+        min=1,
+        help="Worker processes per replica (default: the machine's GPUs, 1 without; as local-run).",
     ),
     hold_get: float = typer.Option(
         0.0,

@@ -46,7 +46,8 @@ def submit(
         None,
         "--procs-per-replica",
         min=1,
-        help="With --emulator: worker processes per replica (default 1).",
+        help="With --emulator: worker processes per replica (default: the machine's GPUs, 1 without;"
+        " as local-run).",
     ),
     emulator_data_dir: Path = typer.Option(
         EMULATOR_DATA_DIR,
@@ -63,6 +64,12 @@ def submit(
         raise UsageError(
             "--emulator runs only while the command runs",
             hint="drop --detach, or start one: vertexdist emulator start",
+        )
+    if procs_per_replica is not None and not emulator:
+        raise UsageError(
+            f"--procs-per-replica {procs_per_replica} applies to jobs the emulator runs: Vertex starts what"
+            " the template says (trainer.nproc_per_node, else one process per GPU)",
+            hint="add --emulator, or set trainer.nproc_per_node in the template",
         )
     request = SubmitRequest(
         load_template(template),

@@ -71,7 +71,8 @@ class Emulator:
 
     `data_dir` keeps jobs, logs and buckets across restarts; without it everything lives in a temporary
     folder removed on `stop()`. `hold_get_s` > 0 makes a Get of an unfinished job wait up to that long for
-    it to finish (see EmulatorService.get). `runner` defaults to the local backend.
+    it to finish (see EmulatorService.get). `runner` defaults to the local backend; `procs_per_replica` is
+    local-run's `--procs-per-replica` (None: the machine's GPUs per replica, 1 without, as local-run).
     """
 
     def __init__(
@@ -82,7 +83,7 @@ class Emulator:
         data_dir: Path | None = None,
         runner: JobRunner | None = None,
         hold_get_s: float = 0.0,
-        procs_per_replica: int | None = 1,
+        procs_per_replica: int | None = None,
         verbose: bool = False,
         fault_plan: FaultPlan | None = None,
     ) -> None:
@@ -98,9 +99,7 @@ class Emulator:
         service: EmulatorService | None = None
         self._local_runner: LocalBackendRunner | None = None
         try:
-            self.storage = StorageEmulator(
-                port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
-            )
+            self.storage = StorageEmulator(port=gcs_port, data_dir=self.data_dir / "storage")
             # What every job's replicas see at /gcs: the emulated Cloud Storage's objects, kept in step.
             self.mirror = StorageMirror(self.storage, self.data_dir / "gcs", self.data_dir / STATE_FILE)
             if runner is None:

@@ -100,6 +100,8 @@ class EmulatorService:
         self.hold_get_s = hold_get_s
         # (pipeline, its succeeded job) -> fields the pipeline gets, e.g. the uploaded model (models.py).
         self.on_pipeline_success: Callable[[Resource, Resource], dict[str, Any]] | None = None
+        # (parent, job spec, where) -> raises ApiError when the persistent resource it names cannot take it.
+        self.check_placement: Callable[[str, dict[str, Any], str], None] | None = None
         self._running: dict[str, RunningJob] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -125,6 +127,8 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"customJob.jobSpec.{exc}") from None
         self._check_spec(spec, "customJob.jobSpec")
+        if self.check_placement is not None:
+            self.check_placement(parent, spec, "customJob.jobSpec")
         if pipeline is None and trial is None:
             self._refuse_for_quota(location, spec, parent)
         job = _new_resource(parent, "customJobs", body, "JOB_STATE_QUEUED", jobSpec=spec)
@@ -153,6 +157,8 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"trainingPipeline.trainingTaskInputs.{exc}") from None
         self._check_spec(spec, "trainingPipeline.trainingTaskInputs")
+        if self.check_placement is not None:
+            self.check_placement(parent, spec, "trainingPipeline.trainingTaskInputs")
         self._refuse_for_quota(location, spec, parent)
         pipeline = _new_resource(
             parent,
@@ -439,15 +445,19 @@ class EmulatorService:
         if handle is not None:
             handle.cancel()
 
-    def _publish(self, job_name: str) -> None:
-        """The job's output folder into the emulated Cloud Storage, before its final state says it is done."""
+    def _publish(self, job_name: str) -> str:
+        """The job's output folder into the emulated Cloud Storage, before its final state says it is done;
+        what went wrong doing so ("" when nothing did), for the job's error."""
         job = self.store.get(job_name)
         if self._publish_outputs is None or job is None:
-            return
+            return ""
         try:
             self._publish_outputs(job.get("jobSpec") or {})
         except Exception as exc:  # outputs that cannot be published must not leave the job unfinished
             _log.warning("publishing the outputs of %s failed: %s", job_name, exc)
+            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            return f"publishing the job's outputs failed: {reason}"
+        return ""
 
     def _supervise(self) -> None:
         while not self._stop.wait(_SUPERVISE_INTERVAL_S):
@@ -470,7 +480,7 @@ class EmulatorService:
                 with self._lock:
                     self._running.pop(job_name, None)
                     preemptions = self._preemptions.pop(job_name, None)
-                self._publish(job_name)
+                unpublished = self._publish(job_name)
                 if preemptions is not None and preemptions.preempted is not None:
                     # Whatever the replicas' exits said: the job failed because its VM was reclaimed.
                     self._set_state(
@@ -478,7 +488,7 @@ class EmulatorService:
                         "JOB_STATE_FAILED",
                         error=capacity_errors.preemption_error(preemptions.preempted),
                     )
-                elif status_state == "SUCCEEDED":
+                elif status_state == "SUCCEEDED" and not unpublished:
                     self._set_state(job_name, "JOB_STATE_SUCCEEDED")
                 elif status_state == "CANCELLED":
                     self._set_state(
@@ -487,6 +497,11 @@ class EmulatorService:
                         error={"code": _CODE_CANCELLED, "message": "CANCELED"},
                     )
                 else:
+                    # A job whose outputs are not all there is not a success, whatever its replicas did.
+                    if status_state == "SUCCEEDED":
+                        message = f"The replicas succeeded, but {unpublished}"
+                    elif unpublished:
+                        message = f"{message}\n{unpublished}"
                     self._set_state(
                         job_name, "JOB_STATE_FAILED", error={"code": _CODE_INTERNAL, "message": message}
                     )
