@@ -13,6 +13,7 @@ from vertexdist.cli import (
     machines,
     managed,
     outputs,
+    pool,
     render,
     schema,
     submit,
@@ -35,5 +36,6 @@ MODULES: list[ModuleType] = [
     trials,
     outputs,
     emulator,
+    pool,
     ui,
 ]
