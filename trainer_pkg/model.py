@@ -33,9 +33,15 @@ class ChurnMLP(nn.Module):
             self.feature_mean.copy_(mean)
             self.feature_std.copy_(std.clamp_min(1e-6))
 
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        scaled = (features - self.feature_mean) / self.feature_std
+    def scale(self, features: torch.Tensor) -> torch.Tensor:
+        """Standardised features (what `layers` takes); elementwise: all rows at once equal batch by batch."""
+        return (features - self.feature_mean) / self.feature_std
+
+    def logits_of_scaled(self, scaled: torch.Tensor) -> torch.Tensor:
         return self.layers(scaled).squeeze(-1)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.logits_of_scaled(self.scale(features))
 
     def signature(self) -> dict[str, Any]:
         """What a checkpoint must match to be loaded into this model."""
