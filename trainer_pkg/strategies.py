@@ -5,11 +5,14 @@ the full optimizer state, so a run resumes bit-for-bit under the strategy it ran
 resume the other's checkpoint (at any world size, from the same sample).
 
 ddp: the model, its gradients and Adam's state are whole on every rank. The gradients live in one flat buffer
-(each parameter's `.grad` is a view into it) that one all-reduce sums after backward; that is what
+(each parameter's `.grad` is a view into it) that one collective sums after backward; that is what
 DistributedDataParallel does with a single bucket, which is all this model fills (a 2.7K-parameter MLP
-against DDP's 25 MiB buckets). DDP's own per-step bookkeeping (its forward wrapper, the reducer's autograd
-hooks, the copy into and out of its bucket) cost more than the model's forward on CPU (profile in
-docs/trainer.md); one explicit all-reduce leaves it out.
+against DDP's 25 MiB buckets). While the buffer is small the sum is an all-gather and a local sum in rank
+order (one exchange; the ring all-reduce takes two rounds). DDP's own per-step bookkeeping (its forward
+wrapper, the reducer's autograd hooks, the copies into and out of its bucket) cost more than the model's
+forward on CPU, and autograd's graph as much as the arithmetic (profile in docs/trainer.md). So a step is
+`model.loss_and_gradients` (this stack's backpropagation written out, the same operations autograd runs)
+and one collective.
 
 fsdp: each Linear is its own `fully_shard` unit under the root `layers`: parameters, gradients and Adam's
 state are sharded over the ranks; forward all-gathers a unit's parameters, backward reduce-scatters its
@@ -26,9 +29,14 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from trainer_pkg.model import ChurnMLP
+from trainer_pkg.model import ChurnMLP, loss_and_gradients
 
 STRATEGIES = ("ddp", "fsdp")
+# Gradients summed by an all-gather up to this many gathered elements (world size x parameters), else by an
+# all-reduce: for a small buffer the gather's one exchange beats the ring's two rounds (docs/trainer.md).
+GATHER_LIMIT = 1 << 22
+# torch 2.13 renamed all_gather_into_tensor (the old name now warns); older torch has the old name only.
+_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
 
 def make_optimizer(model: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
@@ -87,24 +95,42 @@ class Replicated:
             dist.broadcast(flat, src=0)
             torch.nn.utils.vector_to_parameters(flat, params)
         self.grads = torch.zeros_like(flat)
+        grads = []
         offset = 0
         for p in params:
-            p.grad = self.grads[offset : offset + p.numel()].view_as(p)
+            p.grad = view = self.grads[offset : offset + p.numel()].view_as(p)
+            grads.append(view)
             offset += p.numel()
+        self.linears = model.linears()
+        if len(params) != 2 * len(self.linears):
+            raise ValueError("the ddp strategy's backward covers Linear layers only")
+        self.layer_grads = list(zip(grads[0::2], grads[1::2], strict=True))  # (weight, bias) per Linear
+        world = dist.get_world_size()
+        # Small gradients (this model's 11 KB): every rank gathers every rank's buffer and sums them in rank
+        # order, one exchange instead of the ring all-reduce's two rounds; large ones: all-reduce.
+        self.gathered = (
+            torch.empty(world * flat.numel(), dtype=flat.dtype, device=flat.device)
+            if world * flat.numel() <= GATHER_LIMIT
+            else None
+        )
         self.optimizer = make_optimizer(model, lr)
 
     def loss_scale(self, global_size: int, world_size: int) -> float:
         return 1.0 / global_size  # the all-reduce sums
 
     def step(self, scaled: torch.Tensor, labels: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-        self.grads.zero_()  # the views stay: backward accumulates into them in place
-        loss = F.binary_cross_entropy_with_logits(
-            self.model.logits_of_scaled(scaled), labels, reduction="sum"
-        )
-        loss.backward(scale)
-        dist.all_reduce(self.grads)
+        # The written-out backward overwrites every gradient (it does not accumulate): no zeroing needed.
+        loss = loss_and_gradients(self.linears, scaled, labels, scale, self.layer_grads)
+        self._sum_over_ranks()
         self.optimizer.step()
-        return loss.detach()
+        return loss
+
+    def _sum_over_ranks(self) -> None:
+        if self.gathered is None:
+            dist.all_reduce(self.grads)
+            return
+        _all_gather(self.gathered, self.grads)
+        torch.sum(self.gathered.view(-1, self.grads.numel()), dim=0, out=self.grads)
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
         return self.model(features)
