@@ -1,6 +1,6 @@
 # The vertexdist training image: the bundled trainer (or your package, see TRAINER_PACKAGE) on a prebuilt
 # Vertex AI PyTorch GPU image, with the Reduction Server NCCL plugin so the image works with reducers.
-# Facts used: reference/vertex.md §3.3 (prebuilt images, only :latest is supported) and §2.3 (custom images
+# Facts used: docs/reference/vertex.md §3.3 (prebuilt images, only :latest is supported) and §2.3 (custom images
 # need NCCL >= 2.7 plus the `google-reduction-server` apt package for Reduction Server).
 #
 #   docker build --build-arg BASE_IMAGE=... --build-arg PIP_REQUIREMENTS="pandas==2.2.2" .

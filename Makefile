@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv test lint typecheck unit docs demo bench clean
+.PHONY: venv test lint typecheck unit browser docs demo bench clean
 
 venv: $(STAMP)
 
@@ -13,17 +13,27 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch is pinned for development: a CPU wheel of it is available locally, an unpinned one pulls GBs.
 	$(PY) -m pip install -q "torch==2.13.0" numpy
-	$(PY) -m pip install -q -e ".[dev,local,emulator,build,ray,docs]"
+	$(PY) -m pip install -q -e ".[dev,local,emulator,build,ray,docs,ui,strategies]"
 	touch $(STAMP)
 
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# The whole project, with the pure core's strict flags (pyproject.toml); then the pure core under --strict
+# itself, so a flag that only the whole-program switch sets holds there too.
 typecheck: venv
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict vertexdist/spec vertexdist/wire vertexdist/estimate vertexdist/render
 
-unit: venv
+# The console's browser tests drive Debian's Chromium through playwright (no browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "== installing chromium (apt) for the console's browser tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+unit: venv browser
 	NO_GCE_CHECK=true $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 # The docs site (mkdocs.yml, docs/): strict, so a broken link, anchor or nav entry fails; built into site/.

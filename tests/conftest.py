@@ -7,6 +7,7 @@ import re
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,9 +178,168 @@ class ExampleChecks:
         assert names == [".metadata", "__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"]
 
 
+class StrategyChecks(ExampleChecks):
+    """What runs of examples/deepspeed, pipeline, tensor_parallel and horovod_to_ddp (2 replicas x 2
+    processes) must show; the scripts' own functions give the unsplit reference the tests compare with."""
+
+    DEEPSPEED = re.compile(
+        r"ZeRO stage (\d), holds (\d+) of (\d+) parameters and (\d+) of (\d+) Adam moments,"
+        r" full parameters sha256 (\w+)"
+    )
+    PIPELINE = re.compile(
+        r"stage (\d+) of (\d+), schedule (\w+), (\d+) micro-batches, gradient error (\S+),"
+        r" final loss (\S+), stage sha256 (\w+)"
+    )
+    MESH = re.compile(
+        r"mesh dp (\d+)/(\d+) tp (\d+)/(\d+), holds (\d+) of (\d+) parameters, blocks.0.up.weight shard"
+        r" \((\d+), (\d+)\), first-step loss error (\S+), full parameters sha256 (\w+)"
+    )
+    STEP_LOSS = re.compile(r"^Step (\d+), loss (\S+)$")
+
+    @staticmethod
+    def script(name: str, file: str = "train.py") -> Any:
+        """An example's script as a module, to rebuild its model and data here (it reads no env at import)."""
+        import importlib.util
+
+        path = ExampleChecks.ROOT / name / file
+        spec = importlib.util.spec_from_file_location(f"example_{name}_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    @classmethod
+    def lines(cls, logs: Sequence[Path]) -> list[str]:
+        return [line for log in logs for line in cls.last_attempt(log)]
+
+    @classmethod
+    def step_losses(cls, logs: Sequence[Path]) -> list[float]:
+        found = [m for line in cls.lines(logs) if (m := cls.STEP_LOSS.match(line))]
+        return [float(m.group(2)) for m in sorted(found, key=lambda m: int(m.group(1)))]
+
+    @classmethod
+    def check_deepspeed(cls, logs: Sequence[Path], stage: int) -> str:
+        """ZeRO partitions over the 4 ranks; every rank ends with the same model. Returns its checksum."""
+        ranks = cls.done_lines(logs)
+        cls.check_ranks(ranks)
+        found = [m for r in ranks if (m := cls.DEEPSPEED.search(r["rest"]))]
+        assert len(found) == 4, ranks
+        for m in found:
+            zero, params, total, moments = int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4))
+            assert zero == stage
+            assert 0.24 < moments / total < 0.26, f"Adam state not a quarter per rank: {moments} of {total}"
+            share = params / total
+            assert (0.24 < share < 0.26) if stage == 3 else share == 1.0, f"{params} of {total} parameters"
+        assert len({m.group(6) for m in found}) == 1, "the ranks ended with different models"
+        return found[0].group(6)
+
+    @staticmethod
+    def deepspeed_checkpoint(checkpoints: Path, tag: str, stage: int) -> list[str]:
+        """The files engine.save_checkpoint wrote for `tag`: every rank's optimizer shard (and with ZeRO-3,
+        its model shard; before that rank 0's whole model)."""
+        names = sorted(p.name for p in (checkpoints / tag).iterdir())
+        optim = [f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt" for r in range(4)]
+        model = (
+            [f"zero_pp_rank_{r}_mp_rank_00_model_states.pt" for r in range(4)]
+            if stage == 3
+            else ["mp_rank_00_model_states.pt"]
+        )
+        assert names == sorted(optim + model), names
+        return names
+
+    @classmethod
+    def check_pipeline(cls, logs: Sequence[Path], model_dir: Path, schedule: str) -> None:
+        """Stage i on rank i, the first step's gradients the unsplit model's, and the trained stages equal
+        to the unsplit model trained here on the same batches."""
+        import torch
+
+        ranks = cls.done_lines(logs)
+        cls.check_ranks(ranks)
+        stages = {int(r["rank"]): m for r in ranks if (m := cls.PIPELINE.search(r["rest"]))}
+        assert sorted(stages) == [0, 1, 2, 3]
+        for rank, m in stages.items():
+            assert (int(m.group(1)), int(m.group(2)), m.group(3)) == (rank, 4, schedule)
+            assert float(m.group(5)) < 1e-6, f"stage {rank}'s gradients differ from the unsplit model's"
+        assert len({m.group(6) for m in stages.values()}) == 1
+
+        example = cls.script("pipeline")
+        width, steps, batch, lr, seed = 16, 5, 32, 0.1, 0  # the script's defaults, the template's steps
+        blocks = example.make_blocks(4, width, seed)
+        model = torch.nn.Sequential(*blocks)
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        losses = []
+        for step in range(steps):
+            x, y = example.make_batch(step, batch, width, seed)
+            optimizer.zero_grad()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+        assert abs(float(stages[3].group(6)) - losses[-1]) < 1e-5
+        assert [abs(a - b) < 1e-5 for a, b in zip(cls.step_losses(logs), losses, strict=True)] == [
+            True
+        ] * steps
+        assert sorted(p.name for p in model_dir.iterdir()) == [f"stage{i}.pt" for i in range(4)]
+        for i, block in enumerate(blocks):
+            saved = torch.load(model_dir / f"stage{i}.pt")
+            for name, tensor in block.state_dict().items():
+                assert torch.allclose(saved[name], tensor, atol=1e-5), f"stage {i} {name} differs"
+
+    @classmethod
+    def check_tensor_parallel(cls, logs: Sequence[Path]) -> None:
+        """The mesh is (nodes, processes per node); each weight split 2 ways by TP and 2 by FSDP; the
+        losses are those of the unsplit model trained here on the whole batch."""
+        import torch
+
+        ranks = cls.done_lines(logs)
+        cls.check_ranks(ranks)
+        found = {int(r["rank"]): (r, m) for r in ranks if (m := cls.MESH.search(r["rest"]))}
+        assert sorted(found) == [0, 1, 2, 3]
+        for r, m in found.values():
+            dp, dp_size, tp, tp_size = (int(m.group(i)) for i in range(1, 5))
+            assert (dp, dp_size, tp, tp_size) == (int(r["node"]), 2, int(r["local"]), 2)
+            held, total = int(m.group(5)), int(m.group(6))
+            assert 0.2 < held / total < 0.3, f"not about a quarter: {held} of {total}"
+            assert (int(m.group(7)), int(m.group(8))) == (16, 16)  # up.weight (64, 16): /2 TP rows, /2 FSDP
+            assert float(m.group(9)) < 1e-5
+        assert len({m.group(10) for _, m in found.values()}) == 1, "the shards do not make one model"
+
+        example = cls.script("tensor_parallel")
+        torch.manual_seed(0)
+        model = example.Model(16, 64, 2)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+        expected = []
+        for step in range(4):
+            x, y = example.make_batch(step, 32, 16, 0)
+            optimizer.zero_grad()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
+            loss.backward()
+            optimizer.step()
+            expected.append(float(loss.detach()))
+        got = cls.step_losses(logs)
+        assert len(got) == 4 and all(abs(a - b) < 1e-4 for a, b in zip(got, expected, strict=True)), (
+            got,
+            expected,
+        )
+
+    AVERAGE = re.compile(r"validation loss (\S+), average (\S+), parameters sha256 (\w+)")
+
+    @classmethod
+    def check_horovod_to_ddp(cls, logs: Sequence[Path], gcs_root: Path) -> None:
+        """DDP kept the ranks in step, the all-reduced metric is the mean of the ranks' own, one save."""
+        ranks = cls.done_lines(logs)
+        cls.check_ranks(ranks)
+        found = [m for r in ranks if (m := cls.AVERAGE.search(r["rest"]))]
+        assert len(found) == 4 and len({m.group(3) for m in found}) == 1, "the ranks ended apart"
+        [average] = {float(m.group(2)) for m in found}
+        assert abs(average - sum(float(m.group(1)) for m in found) / 4) < 1e-5
+        assert len({m.group(1) for m in found}) == 4, "every rank scores its own held-out shard"
+        assert [p.name for p in gcs_root.rglob("*.pt")] == ["model.pt"]
+
+
 @pytest.fixture
-def examples() -> type[ExampleChecks]:
-    return ExampleChecks
+def examples() -> type[StrategyChecks]:
+    return StrategyChecks
 
 
 def _wheel(out_dir: Path, name: str, version: str, files: Mapping[str, str]) -> Path:
@@ -361,3 +521,27 @@ def nobody() -> Iterator[Nobody]:
         yield Nobody(python, base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def no_user_namespaces() -> Callable[[Sequence[str]], list[str]]:
+    """`wrap(argv)`: argv run as a user that may make no user namespace, so /gcs cannot be mapped for it:
+    in a user namespace of its own whose limit is reached (the kernel answers ENOSPC, as it does where
+    user.max_user_namespaces is 0), mapped to a user other than root. The host's own limit is not touched.
+    Skips where this machine has no user namespaces to restrict."""
+    import shutil
+    import subprocess
+
+    def wrap(argv: Sequence[str]) -> list[str]:
+        script = (
+            "echo 1 > /proc/sys/user/max_user_namespaces"
+            ' && exec unshare --user --map-user=1000 --map-group=1000 "$@"'
+        )
+        return ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", *argv]
+
+    if shutil.which("unshare") is None:
+        pytest.skip("util-linux unshare is not installed")
+    probe = subprocess.run(wrap(["true"]), capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"no user namespace to restrict here: {probe.stderr.strip()}")
+    return wrap

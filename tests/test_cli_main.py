@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -59,3 +60,50 @@ def test_unexpected_errors_hide_the_traceback_unless_debug(capsys: pytest.Captur
 
 def test_vertexdist_error_defaults_to_exit_one() -> None:
     assert VertexdistError("x").exit_code == 1
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    import typer
+
+    main._register()
+    root = typer.main.get_command(main.app)
+    paths: list[tuple[str, ...]] = []
+
+    def walk(command: object, path: tuple[str, ...]) -> None:
+        children = getattr(command, "commands", None)
+        if children is None:
+            paths.append(path)
+            return
+        for name, child in children.items():
+            if not name.endswith("-for-test"):
+                walk(child, (*path, name))
+
+    walk(root, ())
+    return paths
+
+
+_TYPE_METAVAR = re.compile(r"^\s+(?:-\w, )?(?:--[\w-]+|\w+(?:\.\.\.)?) [<{]")
+
+
+def test_help_metavars_read_like_gcloud() -> None:
+    # Issue 27: `--help` read `{paths}...`, `<list[str]>`, `<int range>`.
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    helps = {}
+    for path in _command_paths():
+        result = runner.invoke(main.app, [*path, "--help"], prog_name="vertexdist")
+        assert result.exit_code == 0, (path, result.output)
+        helps[" ".join(path)] = result.output
+        usage = result.output.splitlines()[0]
+        assert "{" not in usage and "<" not in usage, usage
+        assert not [line for line in result.output.splitlines() if _TYPE_METAVAR.match(line)], result.output
+    assert helps["validate"].startswith("Usage: vertexdist validate [OPTIONS] PATH...\n")
+    assert helps["local-run"].startswith("Usage: vertexdist local-run [OPTIONS] TEMPLATE\n")
+    assert "--procs-per-replica N " in helps["local-run"]
+    assert "--project PROJECT_ID " in helps["submit"]
+    assert "--transport grpc|rest " in helps["list"]
+    assert "\n  JOB  " in helps["status"]
+    # Issue 27: `list` and `trials --help` spoke of "the template's" project though they take no template.
+    for command in ("list", "trials", "status", "logs", "outputs", "cancel"):
+        assert "template" not in helps[command], command

@@ -1,4 +1,4 @@
-"""The rooms of the package and which may import which (design.md "Parts and their rooms").
+"""The rooms of the package and which may import which (docs/architecture.md, "The walls tests enforce").
 
 The pure core's ban on cloud SDKs, torch, rich and ray is a ruff rule (pyproject.toml, TID251); these tests
 check that the rule really fails lint there and only there, and read every module's imports to hold the
@@ -19,10 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")
 PURE_FILES = (
     "vertexdist/spec/probe.py",
-    "vertexdist/render.py",
+    "vertexdist/render/probe.py",
     "vertexdist/wire/probe.py",
     "vertexdist/estimate/probe.py",
-    "vertexdist/render_tuning.py",
 )
 BANNED = ("google.cloud.aiplatform", "google.cloud.storage", "torch", "rich.console", "ray")
 
@@ -77,11 +76,14 @@ def _imports(path: Path) -> set[str]:
 WALLS: dict[str, tuple[str, ...]] = {
     "vertexdist/spec/": ("vertexdist.backends", "vertexdist.local", "vertexdist.emulator", "vertexdist.cli"),
     "vertexdist/wire/": ("vertexdist.backends", "vertexdist.local", "vertexdist.emulator", "vertexdist.cli"),
-    "vertexdist/render.py": (
+    # render knows no tuning study either: a tuning job's request is data the study reads.
+    "vertexdist/render/": (
         "vertexdist.backends",
         "vertexdist.local",
         "vertexdist.emulator",
         "vertexdist.cli",
+        "vertexdist.jobs",
+        "vertexdist.tuning",
     ),
     "vertexdist/estimate/": (
         "vertexdist.backends",
@@ -90,8 +92,14 @@ WALLS: dict[str, tuple[str, ...]] = {
         "vertexdist.cli",
     ),
     "vertexdist/backends/vertex/": ("vertexdist.backends.local", "vertexdist.local", "vertexdist.emulator"),
-    "vertexdist/backends/local.py": ("vertexdist.backends.vertex", "vertexdist.emulator"),
-    "vertexdist/local/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli"),
+    # The local backend (its run folders, template jobs and tuning trials) runs on the local runtime.
+    "vertexdist/backends/local/": ("vertexdist.backends.vertex", "vertexdist.emulator", "vertexdist.cli"),
+    # The local runtime knows no backend (but the interface's types, below), no emulator and no CLI.
+    "vertexdist/local/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli", "vertexdist.jobs"),
+    # The CLI is flags and printing: it reaches the backends' parts through the service (vertexdist.jobs).
+    "vertexdist/cli/": ("vertexdist.local",),
+    # The service sits between the CLI and the backends, and never prints.
+    "vertexdist/jobs/": ("vertexdist.cli", "rich"),
     "vertexdist/container/": (
         "vertexdist.local",
         "vertexdist.backends",
@@ -100,23 +108,33 @@ WALLS: dict[str, tuple[str, ...]] = {
     ),
     "vertexdist/emulator/": ("vertexdist.backends.vertex", "vertexdist.backends.local", "vertexdist.cli"),
     "trainer_pkg/": ("vertexdist",),
-    # Shipped with every job and run where vertexdist is not installed.
-    "vertexdist/shipped/": ("vertexdist",),
-    "vertexdist/render_tuning.py": (
-        "vertexdist.backends",
-        "vertexdist.local",
+    # The console reads jobs through the backends only: no second reader of run folders or the emulator.
+    "vertexdist/console/": (
+        "vertexdist.local.events",
+        "vertexdist.local.log_records",
+        "vertexdist.local.runner",
         "vertexdist.emulator",
         "vertexdist.cli",
-        "vertexdist.tuning",
     ),
-    "vertexdist/backends/local_tuning.py": ("vertexdist.backends.vertex", "vertexdist.emulator"),
-    # The tuning study is shared by local-run and the emulator: it knows neither, nor any backend; its pure
-    # parts (all but the loop and the local launcher) do not start processes either.
-    "vertexdist/tuning/": ("vertexdist.backends", "vertexdist.emulator", "vertexdist.cli"),
-    **{
-        f"vertexdist/tuning/{pure}.py": ("vertexdist.local", "vertexdist.backends", "vertexdist.emulator")
-        for pure in ("space", "search", "stopping", "hypertune", "study", "trials", "driver")
-    },
+    # Shipped with every job and run where vertexdist is not installed.
+    "vertexdist/shipped/": ("vertexdist",),
+    # The tuning study is shared by local-run and the emulator: it knows neither, nor any backend, nor the
+    # local runtime (trials run as local jobs through backends/local/trials.py, as CustomJobs in the
+    # emulator).
+    "vertexdist/tuning/": (
+        "vertexdist.backends",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+        "vertexdist.local",
+    ),
+}
+
+
+# room -> module prefixes it may import although a wall above bans them
+DOORS: dict[str, tuple[str, ...]] = {
+    # The job and replica states and events are the Backend interface's (backends/base.py): the runtime
+    # emits them.
+    "vertexdist/local/": ("vertexdist.backends.base",),
 }
 
 
@@ -124,10 +142,74 @@ def test_no_room_imports_through_its_walls() -> None:
     crossings = []
     for path in sorted([*REPO.glob("vertexdist/**/*.py"), *REPO.glob("trainer_pkg/**/*.py")]):
         rel = path.relative_to(REPO).as_posix()
+        doors = tuple(d for room, allowed in DOORS.items() if rel.startswith(room) for d in allowed)
         for room, banned in WALLS.items():
             if rel.startswith(room):
-                crossings += [f"{rel} imports {m}" for m in _imports(path) if m.startswith(banned)]
+                crossings += [
+                    f"{rel} imports {m}"
+                    for m in _imports(path)
+                    if m.startswith(banned) and not (doors and m.startswith(doors))
+                ]
     assert not crossings, "\n".join(crossings)
+
+
+def _writes_environ(path: Path) -> list[str]:
+    """Where a module changes os.environ: `os.environ[...] = `, `del os.environ[...]`, or a call of one of
+    its mutating methods (pop, update, setdefault, clear, __setitem__); `os.putenv` / `os.unsetenv` too."""
+    tree = ast.parse(path.read_text(), str(path))
+
+    def is_environ(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == "environ"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+        )
+
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        if any(isinstance(t, ast.Subscript) and is_environ(t.value) for t in targets):
+            found.append(f"line {node.lineno}")
+        if isinstance(node, ast.Attribute) and (
+            (is_environ(node.value) and node.attr in ("pop", "update", "setdefault", "clear", "__setitem__"))
+            or (
+                isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+                and node.attr in ("putenv", "unsetenv")
+            )
+        ):
+            found.append(f"line {node.lineno}")
+    return found
+
+
+def test_the_cli_never_writes_the_environment() -> None:
+    # Where a job goes is the service's business (vertexdist.jobs): it reads the environment, never writes it.
+    writes = [
+        f"{path.relative_to(REPO)} {where}"
+        for path in sorted(REPO.glob("vertexdist/cli/**/*.py"))
+        for where in _writes_environ(path)
+    ]
+    assert not writes, "\n".join(writes)
+
+
+def test_the_environment_check_sees_each_kind_of_write(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    for line in (
+        'os.environ["A"] = "1"',
+        'del os.environ["A"]',
+        'os.environ.pop("A", None)',
+        "os.environ.update(A='1')",
+        'os.putenv("A", "1")',
+    ):
+        probe.write_text(f"import os\n{line}\n")
+        assert _writes_environ(probe), line
+    probe.write_text('import os\nx = os.environ.get("A")\ny = os.environ["A"]\n')
+    assert not _writes_environ(probe)
 
 
 def test_the_shipped_launcher_needs_only_the_standard_library() -> None:
@@ -149,3 +231,106 @@ def test_the_shipped_launcher_needs_only_the_standard_library() -> None:
 def test_the_walls_are_checked_against_real_rooms() -> None:
     for room in WALLS:
         assert (REPO / room).exists(), room
+
+
+def _module_imports(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the modules of `package` it imports (at the top or inside a function; what is imported
+    only for type checking does not count, nor does the running of parent packages' __init__)."""
+    modules = {}
+    for path in root.glob(f"{package}/**/*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        typing_only = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for stmt in node.body
+            for inner in ast.walk(stmt)
+        }
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = here.split(".")[: len(here.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_module_of_vertexdist_imports_itself_round_a_circle() -> None:
+    graph = _module_imports(REPO, "vertexdist")
+    circles = [
+        " -> ".join(c) + "  (" + "; ".join(f"{m} imports {sorted(graph[m] & set(c))}" for m in c) + ")"
+        for c in _cycles(graph)
+    ]
+    assert not circles, "\n".join(circles)
+
+
+def test_the_circle_finder_finds_a_lazy_circle_and_ignores_type_checking(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg.sub import b\n")
+    (package / "sub" / "b.py").write_text("def f() -> None:\n    from .. import c\n")
+    (package / "c.py").write_text("import pkg.a\n")
+    (package / "d.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n"
+    )
+    (package / "e.py").write_text("from pkg import d\n")
+    graph = _module_imports(tmp_path, "pkg")
+    assert _cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+    assert graph["pkg.d"] == set() and graph["pkg.e"] == {"pkg.d"}

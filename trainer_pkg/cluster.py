@@ -275,11 +275,12 @@ def visible_gpu_count(env: Env | None = None) -> int:
     env = os.environ if env is None else env
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
-        entries = [e for e in visible.split(",") if e.strip()]
-        # CUDA stops at the first invalid entry; "-1" is the usual way to hide all devices.
+        # CUDA stops at the first invalid entry (empty or negative; "-1" is the usual way to hide all). The
+        # launcher's rule (vertexdist_launcher.gpus.visible_devices), which the trainer cannot import: a test
+        # keeps the two in agreement.
         count = 0
-        for entry in entries:
-            if entry.strip().startswith("-"):
+        for entry in visible.split(","):
+            if not entry.strip() or entry.strip().startswith("-"):
                 break
             count += 1
         return count

@@ -40,6 +40,7 @@ class TrainConfig:
     hp_metric: str = "val_accuracy"
     val_data: str = ""
     strategy: str = "ddp"
+    tensorboard_dir: str = ""  # where rank 0 writes TensorBoard scalars ("" : none)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -142,6 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="ddp: the whole model on every rank (default); fsdp: parameters, gradients and optimizer state"
         " sharded over the ranks (FSDP2 fully_shard, ZeRO-3)",
     )
+    parser.add_argument(
+        "--tensorboard-dir",
+        default=None,
+        help="TensorBoard scalars (loss, accuracy) go here; default: $AIP_TENSORBOARD_LOG_DIR, else none",
+    )
     return parser
 
 
@@ -170,6 +176,7 @@ def parse_config(
         hp_metric=args.hp_metric,
         val_data=args.val_data,
         strategy=args.strategy,
+        tensorboard_dir=args.tensorboard_dir or env.get("AIP_TENSORBOARD_LOG_DIR") or "",
     )
     if config.hp_metric_tag and config.data != "synthetic" and not config.val_data:
         raise TrainerError("--hp-metric-tag with CSV --data needs --val-data, the rows to score trials on")

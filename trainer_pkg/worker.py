@@ -33,6 +33,7 @@ from trainer_pkg.data import Dataset, EpochShard, feature_scaling, load_dataset,
 from trainer_pkg.errors import TrainerError, is_lost_peer
 from trainer_pkg.hypertune import MetricReporter
 from trainer_pkg.model import build_model
+from trainer_pkg.scalars import Scalars
 from trainer_pkg.strategies import Strategy, build_strategy
 
 CONFIG_VARIABLE = "TRAINER_PKG_CONFIG"
@@ -50,6 +51,10 @@ EXIT_STOPPED = 143  # 128 + SIGTERM: stopped on request after a checkpoint
 STOP_CHECK_STEPS = 8
 STOP_CHECK_S = 1.0
 STOP_CHECK_MAX_STEPS = 512
+# TensorBoard: rank 0's batch loss every this many steps (one host sync each); accuracy per epoch on at
+# most this many training rows (one forward pass on rank 0).
+SCALAR_EVERY_STEPS = 10
+ACCURACY_ROWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,7 @@ class Worker:
         self.model_dir = local_path(config.model_dir)
         self.checkpoint_dir = local_path(config.checkpoint_dir)
         self.device = torch.device(f"cuda:{place.local_rank}" if place.device == "cuda" else "cpu")
+        self.scalars = Scalars()
 
     # --- output, rank 0 only -------------------------------------------------------------------
     def _metric(self, **fields: Any) -> None:
@@ -218,9 +224,12 @@ class Worker:
             torch.cuda.set_device(self.device)
         _rendezvous(self.place, self.config, "nccl" if self.device.type == "cuda" else "gloo")
         try:
+            if self.is_chief:
+                self.scalars = Scalars.open(self.config.tensorboard_dir)
             self._setup()
             self._train()
         finally:
+            self.scalars.close()
             dist.destroy_process_group()
 
     def _setup(self) -> None:
@@ -230,6 +239,11 @@ class Worker:
         self.model.set_scaling(*feature_scaling(self.dataset))
         self.model.to(self.device)
         self.strategy: Strategy = build_strategy(config.strategy, self.model, config.lr)
+        self._score_accuracy = self.scalars.enabled
+        if self.strategy.name == "fsdp":  # the accuracy's forward is a collective: all ranks or none
+            wanted = torch.tensor([1.0 if self.scalars.enabled else 0.0], device=self.device)
+            dist.all_reduce(wanted, op=dist.ReduceOp.MAX)
+            self._score_accuracy = bool(wanted.item())
         self.progress = Progress(loss_sum=torch.zeros((), dtype=torch.float64, device=self.device))
         self._loss_scales: dict[int, torch.Tensor] = {}
         self._resume()
@@ -298,9 +312,13 @@ class Worker:
             if scale is None:
                 factor = strategy.loss_scale(batch.global_size, place.world_size)
                 scale = scales[batch.global_size] = torch.tensor(factor, device=self.device)
-            progress.loss_sum += strategy.step(batch.features, batch.labels, scale)
+            loss_sum = strategy.step(batch.features, batch.labels, scale)
+            progress.loss_sum += loss_sum
             progress.position = batch.end
             progress.global_step += 1
+            if self.scalars.enabled and progress.global_step % SCALAR_EVERY_STEPS == 0:
+                batch_rows = max(1, int(batch.labels.shape[0]))
+                self.scalars.add("train/loss", float(loss_sum.detach()) / batch_rows, progress.global_step)
             if progress.first_step_pending:
                 progress.first_step_pending = False
                 self._metric(event="first_step", global_step=progress.global_step)
@@ -323,9 +341,22 @@ class Worker:
         if not self.is_chief:
             return
         self.reporter.report(self.config.hp_metric_tag, value, global_step=self.progress.epoch)
+        self.scalars.add(f"epoch/{self.config.hp_metric}", value, self.progress.epoch)
         self._say(
             f"epoch {self.progress.epoch}  {self.config.hp_metric_tag} {value:.4f} (reported for tuning)"
         )
+
+    def _accuracy(self) -> float:
+        """The model on (at most ACCURACY_ROWS of) the training rows: the share it gets right.
+
+        `on_device` holds the features already scaled. Under fsdp the forward is a collective, so every rank
+        runs it (`_score_accuracy` is agreed at setup); under ddp rank 0 alone does.
+        """
+        with torch.no_grad():
+            features = self.on_device.features[:ACCURACY_ROWS]
+            labels = self.on_device.labels[:ACCURACY_ROWS]
+            logits = self.model.logits_of_scaled(features)
+            return float(((logits > 0).float() == labels).float().mean())
 
     def _end_epoch(self, seconds: float, samples: int) -> None:
         progress = self.progress
@@ -337,6 +368,11 @@ class Worker:
             f"epoch {progress.epoch + 1}/{self.config.epochs}  loss {loss:.4f}  samples/s {rate:,.0f}  "
             f"step {progress.global_step}"
         )
+        if self._score_accuracy:
+            accuracy = self._accuracy()
+            self.scalars.add("epoch/loss", loss, progress.epoch + 1)
+            self.scalars.add("epoch/accuracy", accuracy, progress.epoch + 1)
+            self.scalars.add("epoch/samples_per_s", rate, progress.epoch + 1)
         self._metric(
             event="epoch",
             epoch=progress.epoch + 1,

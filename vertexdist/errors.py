@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Severity = Literal["error", "warning"]
+# error: Vertex would refuse it; warning: likely a mistake; note: fine, but worth knowing.
+Severity = Literal["error", "warning", "note"]
 
 
 @dataclass(frozen=True)

@@ -55,11 +55,9 @@ def make_dataset(samples: int, features: int, seed: int) -> TensorDataset:
 
 
 def local_path(uri: str) -> Path:
-    """Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage FUSE); vertexdist's local runs keep
-    gs:// under VERTEXDIST_GCS_ROOT instead."""
-    if uri.startswith("gs://"):
-        return Path(os.environ.get("VERTEXDIST_GCS_ROOT", "/gcs")) / uri.removeprefix("gs://")
-    return Path(uri)
+    """Where gs://BUCKET/path is for the script: Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage
+    FUSE), so the model folder is the file path /gcs/BUCKET/path. A plain path stays as it is."""
+    return Path(uri.replace("gs://", "/gcs/"))
 
 
 def setup() -> tuple[torch.device, DeviceMesh]:

@@ -46,11 +46,9 @@ def make_rows(samples: int, features: int, seed: int) -> list[dict[str, Any]]:
 
 
 def storage_path(uri: str) -> str:
-    """Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage FUSE), which every node sees; vertexdist's
-    local runs keep gs:// under VERTEXDIST_GCS_ROOT instead."""
-    if uri.startswith("gs://"):
-        return str(Path(os.environ.get("VERTEXDIST_GCS_ROOT", "/gcs")) / uri.removeprefix("gs://"))
-    return str(Path(uri).resolve())
+    """Ray's storage_path for gs://BUCKET/path: Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage
+    FUSE), which every node of the cluster sees. A plain path is made absolute, for every node alike."""
+    return str(Path(uri.replace("gs://", "/gcs/")).resolve())
 
 
 def train_func(config: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ def gcs_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     server = create_server("127.0.0.1", 0, in_memory=True, default_bucket=STAGING_BUCKET)
     server.start()
     try:
-        # Its port is only reachable through a private attribute (see reference/sdk-offline.md §3).
+        # Its port is only reachable through a private attribute (see docs/reference/sdk-offline.md §3).
         port = server._api._httpd.server_address[1]
         with socket.create_connection(("127.0.0.1", port), timeout=5):
             pass

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-# Before any google-auth import: fail fast instead of probing the GCE metadata server (sdk-offline.md §5.1),
-# and route the SDK's INFO logging through the root logger on stderr, not stdout (§5.3).
+# Before any google-auth import: fail fast instead of probing the GCE metadata server
+# (docs/reference/sdk-offline.md §5.1), and route the SDK's INFO logging through the root logger on stderr,
+# not stdout (§5.3).
 os.environ["NO_GCE_CHECK"] = "true"
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 

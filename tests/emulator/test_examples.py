@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 @pytest.mark.parametrize("example", ["ddp", "fsdp"])
 def test_an_example_runs_through_the_emulator_two_by_two(
-    cli: Any, tmp_path: Path, examples: Any, example: str
+    cli: Any, tmp_path: Path, examples: Any, example: str, host_gcs: Any
 ) -> None:
     data = tmp_path / "emulator"
     template = examples.ROOT / example / "job.yaml"

@@ -24,7 +24,7 @@ MODEL_BYTES = 3 << 20
 WRITER = (
     "import os, pathlib, random\n"
     "def local(uri):\n"
-    "    return pathlib.Path(os.environ['VERTEXDIST_GCS_ROOT'], uri[len('gs://'):])\n"
+    "    return pathlib.Path(uri.replace('gs://', '/gcs/'))  # as on Vertex: Cloud Storage FUSE\n"
     "model = local(os.environ['AIP_MODEL_DIR'])\n"
     "model.mkdir(parents=True, exist_ok=True)\n"
     f"(model / 'model.bin').write_bytes(random.Random(1).randbytes({MODEL_BYTES}))\n"
@@ -58,8 +58,9 @@ def written(folder: Path) -> dict[str, bytes]:
 
 
 def test_outputs_lists_downloads_and_then_skips_what_the_job_wrote(
-    finished_job: tuple[str, Path], cli: Any, tmp_path: Path
+    host_gcs: Any, finished_job: tuple[str, Path], cli: Any, tmp_path: Path
 ) -> None:
+    """The job wrote through /gcs, as on Vertex (host_gcs first: the host's /gcs is seen before the job)."""
     name, wrote = finished_job
     expected = written(wrote)
     assert set(expected) == {"model/model.bin", "checkpoints/step-1.pt", "metrics.json"}

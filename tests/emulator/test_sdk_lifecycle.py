@@ -112,7 +112,7 @@ def test_a_running_job_refuses_deletion(aiplatform: Any, emu: Emulator) -> None:
 
 
 def test_run_hands_back_the_uploaded_model_with_the_trained_files(
-    aiplatform: Any, emu: Emulator, tmp_path: Path
+    host_gcs: Any, aiplatform: Any, emu: Emulator, tmp_path: Path
 ) -> None:
     from google.api_core import exceptions
     from google.cloud import storage
@@ -124,7 +124,7 @@ def test_run_hands_back_the_uploaded_model_with_the_trained_files(
         "model_dir = os.environ['AIP_MODEL_DIR']\n"
         "bucket, _, prefix = model_dir[5:].partition('/')\n"
         "storage.Client(project='x').bucket(bucket).blob(prefix + 'weights.txt').upload_from_string('w')\n"
-        "local = pathlib.Path(os.environ['VERTEXDIST_GCS_ROOT'], model_dir[5:])\n"
+        "local = pathlib.Path(model_dir.replace('gs://', '/gcs/'))  # Cloud Storage FUSE, as on Vertex\n"
         "local.mkdir(parents=True, exist_ok=True)\n"
         "(local / 'config.json').write_text('{}')\n"
     )

@@ -94,6 +94,36 @@ def test_a_duplicate_submit_is_refused_without_yes(emu: Emulator, cli: Any, writ
     assert code == 0 and len(pipelines_with_hash(emu, request_hash)) == 2
 
 
+def test_the_service_submits_and_follows_with_only_the_environment_it_is_given(
+    emu: Emulator, write_template: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a recovery controller or a web console calls: no CLI, no terminal, nothing read from os.environ
+    # but what is passed, nothing written to it.
+    from vertexdist.jobs.submit import DuplicateRequest, SubmitHooks, SubmitRequest, open_submission
+    from vertexdist.spec import load_template
+
+    monkeypatch.chdir(tmp_path)
+    env = {"VERTEX_API_ENDPOINT": emu.vertex_endpoint, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
+    for var in env:
+        monkeypatch.delenv(var)
+    before = dict(__import__("os").environ)
+    uploads: list[bool] = []
+    hooks = SubmitHooks(on_uploaded=lambda _submission, uploaded: uploads.append(uploaded))
+    request = SubmitRequest(load_template(write_template(name="through-the-service")))
+    with open_submission(request, hooks, env=env) as session:
+        assert session.target.api_endpoint == emu.vertex_endpoint and not session.in_process
+        job = session.submit()
+        states: list[str] = []
+        final = session.follow(job.name, on_status=lambda status: states.append(status.state))
+    assert final.state == "SUCCEEDED" and states[-1] == "SUCCEEDED" and uploads == [True]
+    received = emu.store.get(job.name)
+    assert received is not None
+    assert received["trainingTaskInputs"]["baseOutputDirectory"]["outputUriPrefix"] == job.output_dir
+    with open_submission(request, hooks, env=env) as session, pytest.raises(DuplicateRequest):
+        session.submit()  # the default hook refuses the same request sent moments ago
+    assert dict(__import__("os").environ) == before
+
+
 def test_transient_failures_are_retried_and_create_exactly_one_job(
     emu: Emulator, cli: Any, write_template: Any
 ) -> None:

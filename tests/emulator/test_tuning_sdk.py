@@ -88,7 +88,9 @@ def replica_log(emu: Emulator, custom_job: str) -> str:
     return "".join(path.read_text() for path in emu.service.log_files(custom_job).values())
 
 
-def test_run_tunes_and_every_trial_reads_back(aiplatform: Any, tuning_emulator: Emulator) -> None:
+def test_run_tunes_and_every_trial_reads_back(
+    aiplatform: Any, tuning_emulator: Emulator, host_gcs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job = hpt_job(aiplatform, "sdk-hpt")
     job.run()
     assert job.state.name == "JOB_STATE_SUCCEEDED"
@@ -107,6 +109,16 @@ def test_run_tunes_and_every_trial_reads_back(aiplatform: Any, tuning_emulator: 
         log = replica_log(tuning_emulator, trial.custom_job)
         assert f"trial {trial.id} args ['--x={values['x']!r}', '--units={int(values['units'])}'," in log
         assert f"/{trial.id}/model/" in log  # AIP_MODEL_DIR under <base output dir>/<trial id>/
+    # Each trial wrote its score through /gcs/BUCKET/...: objects of the emulated Cloud Storage now.
+    from google.cloud import storage
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", tuning_emulator.storage_endpoint)
+    scores = {
+        blob.name.split("/")[-3]: blob.download_as_text()
+        for blob in storage.Client(project=PROJECT).list_blobs("vd-staging")
+        if blob.name.endswith("/model/score.txt")
+    }
+    assert sorted(scores) == ["1", "2", "3", "4"]
     again = aiplatform.HyperparameterTuningJob.get(job.resource_name)
     assert [t.final_measurement.metrics[0].value for t in again.trials] == [
         t.final_measurement.metrics[0].value for t in trials

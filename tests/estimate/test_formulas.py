@@ -1,5 +1,5 @@
 """Each formula against a hand-computed case, the worked-example table and the measured 2-node run of
-reference/perf-reliability.md §(b)."""
+docs/reference/perf-reliability.md §(b)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from trainer_pkg.cluster import visible_gpu_count
+from vertexdist.local.gpus import host_gpus
 from vertexdist.shipped.vertexdist_launcher.failures import WorkerFailure, describe_exit, failure_lines
-from vertexdist.shipped.vertexdist_launcher.gpus import count_gpus, visible_count
+from vertexdist.shipped.vertexdist_launcher.gpus import count_gpus, visible_count, visible_devices
 
 
 def test_the_last_line_names_the_replica_the_local_rank_and_the_signal() -> None:
@@ -35,10 +39,35 @@ def test_exit_descriptions() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "count"), [("0,1,2", 3), ("", 0), ("-1", 0), ("0,-1,2", 1), ("GPU-ab,GPU-cd", 2)]
+    ("value", "count"),
+    [("0,1,2", 3), ("", 0), ("-1", 0), ("0,-1,2", 1), ("0,-1,1", 1), ("0,,1", 1), ("GPU-ab,GPU-cd", 2)],
 )
 def test_cuda_visible_devices_counts_up_to_the_first_invalid_entry(value: str, count: int) -> None:
     assert visible_count(value) == count
+
+
+def _three_counts(value: str) -> tuple[int, int, int]:
+    """What the host (local runs), the shipped launcher and the bundled trainer make of one value."""
+    env = {"CUDA_VISIBLE_DEVICES": value}
+    return len(host_gpus(env)), count_gpus(env), visible_gpu_count(env)
+
+
+@pytest.mark.parametrize("value", ["0,-1,1", "0,,1", " 1 , 2 ", "-1", "", "3", "GPU-ab,-1", "0,1,2,3"])
+def test_the_host_the_launcher_and_the_trainer_count_alike(value: str) -> None:
+    # The wall forces two counters (the trainer cannot import the launcher); this keeps them one rule.
+    host, launcher, trainer = _three_counts(value)
+    assert host == launcher == trainer == len(visible_devices(value))
+
+
+def test_the_host_hands_out_the_devices_cuda_would_see() -> None:
+    assert host_gpus({"CUDA_VISIBLE_DEVICES": "0,-1,1"}) == ["0"]
+    assert host_gpus({"CUDA_VISIBLE_DEVICES": " 2, 3"}) == ["2", "3"]
+
+
+@given(st.lists(st.sampled_from(["0", "1", "7", "-1", "-2", "", " ", " 3 ", "GPU-ab", "MIG-x"]), max_size=6))
+def test_they_agree_on_any_list(entries: list[str]) -> None:
+    host, launcher, trainer = _three_counts(",".join(entries))
+    assert host == launcher == trainer
 
 
 def test_gpus_come_from_the_driver_unless_cuda_visible_devices_says(tmp_path: Path) -> None:

@@ -128,7 +128,11 @@ def test_docker_plan_runs_one_named_container_per_replica_on_the_job_network() -
         assert _flag_values(argv, "--network") == ["local-job1"]
         assert _flag_values(argv, "--hostname") == [launch.name]
         assert "--init" in argv  # SIGTERM from the client reaches the trainer, not an ignoring PID 1
-        assert _flag_values(argv, "--volume") == [f"/runs/job1/gcs:{CONTAINER_GCS_ROOT}"]
+        # The job's gs:// folder where VERTEXDIST_GCS_ROOT points, and at /gcs, where Vertex mounts buckets.
+        assert _flag_values(argv, "--volume") == [
+            f"/runs/job1/gcs:{CONTAINER_GCS_ROOT}",
+            "/runs/job1/gcs:/gcs",
+        ]
         # Values travel in the client's environment, never on its command line.
         env_flags = _flag_values(argv, "--env")
         assert sorted(env_flags) == sorted(launch.env) and all("=" not in flag for flag in env_flags)

@@ -1,4 +1,4 @@
-"""The replica environment as a pure function of the typed job (reference/vertex.md §1)."""
+"""The replica environment as a pure function of the typed job (docs/reference/vertex.md §1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The user scripts of examples/ (torchrun-style DDP and FSDP2, no vertexdist in them) through `local-run`,
-2 replicas x 2 processes each: real processes, real torch.distributed over gloo."""
+2 replicas x 2 processes each: real processes, real torch.distributed over gloo. They write their model
+through /gcs, as on Vertex: it lands in the run folder, and the host's own /gcs is never touched."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def local_run(template: Path, out: Path, *flags: str, cwd: Path) -> subprocess.C
 
 
 def test_the_ddp_example_runs_one_process_per_gpu_of_its_template(
-    workdir: Path, tmp_path: Path, examples: Any
+    workdir: Path, tmp_path: Path, examples: Any, host_gcs: Any
 ) -> None:
     # No --procs-per-replica: the template's 2 GPUs per node make 2 processes per replica, as on Vertex.
     result = local_run(examples.ROOT / "ddp" / "job.yaml", tmp_path / "run", cwd=workdir)
@@ -40,7 +41,7 @@ def test_the_ddp_example_runs_one_process_per_gpu_of_its_template(
 
 
 def test_the_fsdp_example_shards_the_model_over_four_processes(
-    workdir: Path, tmp_path: Path, examples: Any
+    workdir: Path, tmp_path: Path, examples: Any, host_gcs: Any
 ) -> None:
     template = examples.ROOT / "fsdp" / "job.yaml"
     result = local_run(template, tmp_path / "run", "--procs-per-replica", "2", cwd=workdir)

@@ -12,9 +12,10 @@ from rich.console import Console
 
 from vertexdist.cli.local_live import LiveView
 from vertexdist.cli.local_report import summary_lines
-from vertexdist.cli.local_view import PrefixedView, View, follow
+from vertexdist.cli.local_view import PrefixedView, View
+from vertexdist.jobs.local_run import follow_local
 from vertexdist.local import JobContext, JobEvent, JobState, start_job
-from vertexdist.local.logs import LogFollower, last_lines
+from vertexdist.log_files import LogFollower, last_lines
 
 
 def test_follower_returns_only_complete_new_lines(tmp_path: Path) -> None:
@@ -78,7 +79,7 @@ def test_a_failing_view_stops_the_job_instead_of_orphaning_it(
     job = start_job(spec, ctx, run_dir=tmp_path / "run", fetch_package=Path, grace_s=2.0, on_event=events.put)
     try:
         with pytest.raises(BrokenPipeError):
-            follow(job, _ClosedPipeView(), events, interval_s=0.02)
+            follow_local(job, _ClosedPipeView(), events, interval_s=0.02)
         assert job.done and job.state is JobState.CANCELLED
         kit.assert_no_orphans(kit.records(record_dir), [r.pid for r in job.replicas() if r.pid])
     finally:

@@ -1,4 +1,4 @@
-"""A tuning trial's replicas get what Vertex gives a trial (reference/vertex.md §1): CLOUD_ML_TRIAL_ID,
+"""A tuning trial's replicas get what Vertex gives a trial (docs/reference/vertex.md §1): CLOUD_ML_TRIAL_ID,
 CLUSTER_SPEC/TF_CONFIG `task.trial`, AIP_*_DIR under `<base>/<trial id>/`, and a cloudml-hypertune metric
 file of their own; a plain job's replicas get none of it."""
 

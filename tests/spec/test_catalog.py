@@ -1,4 +1,4 @@
-"""The catalog data against the facts it was taken from (reference/vertex.md §3.2)."""
+"""The catalog data against the facts it was taken from (docs/reference/vertex.md §3.2)."""
 
 from __future__ import annotations
 

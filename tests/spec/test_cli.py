@@ -61,6 +61,17 @@ def test_validate_shipped_templates_exit_0() -> None:
     assert "templates checked: 0 errors" in result.stderr
 
 
+def test_validate_the_repository_checks_its_templates_and_says_what_it_skipped() -> None:
+    # Issue 27 item 9: `vertexdist validate .` read cloudbuild.yaml as a template.
+    result = vertexdist("validate", ".")
+    assert result.returncode == 0, result.stdout
+    assert result.stdout == ""
+    shipped = len(list(REPO_ROOT.glob("job_templates/*.yaml")) + list(REPO_ROOT.glob("examples/*/job.yaml")))
+    assert f"{shipped} templates checked: 0 errors, 0 warnings" in result.stderr
+    [skipped] = [line for line in result.stderr.splitlines() if line.startswith("skipped")]
+    assert "cloudbuild.yaml" in skipped and "not job templates" in skipped
+
+
 def test_validate_errors_exit_1_with_file_line_col_and_hint(write_template: WriteTemplate) -> None:
     path = write_template(
         text="display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\nmachine_typ: x\n"
@@ -172,7 +183,8 @@ def test_schema_is_json_schema_of_the_template() -> None:
     schema = json.loads(result.stdout)
     assert schema["$schema"].startswith("https://json-schema.org/")
     assert schema["additionalProperties"] is False
-    assert {"display_name", "project", "staging_bucket"} <= set(schema["required"])
+    assert {"display_name", "staging_bucket"} <= set(schema["required"])
+    assert "project" not in schema["required"]  # --project or GOOGLE_CLOUD_PROJECT may name it
     assert "timeout" in schema["properties"] and "trainer" in schema["properties"]
     trainer = schema["$defs"]["TrainerSpec"]["properties"]
     assert (
@@ -254,7 +266,7 @@ def test_an_alias_bomb_prints_one_short_problem(write_template: WriteTemplate) -
 def test_a_file_with_thousands_of_problems_shows_a_screenful_and_a_count(
     write_template: WriteTemplate,
 ) -> None:
-    text = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://b/s\ntrainer:\n  args: ["
+    text = "display_name: x\nproject: vertexdist-demo\nstaging_bucket: gs://bkt/s\ntrainer:\n  args: ["
     text += ", ".join(["[1, [2, [3]]]"] * 5000) + "]\n"
     path = write_template(text=text)
     result = vertexdist("validate", path)

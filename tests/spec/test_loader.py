@@ -9,6 +9,7 @@ import pytest
 from vertexdist.errors import Problem, TemplateError, UsageError
 from vertexdist.spec import JobTemplate, check_paths, inspect_file, load_template, template_files
 from vertexdist.spec.catalog_data import DEFAULT_CONTAINER_URI
+from vertexdist.spec.loader import find_templates
 from vertexdist.spec.models import bundled_trainer_dir
 
 from .conftest import WriteTemplate
@@ -346,6 +347,32 @@ def test_a_looping_template_path_says_it_is_a_loop(tmp_path: Path) -> None:
         load_template(tmp_path / "loop.yaml")
     with pytest.raises(UsageError, match="symlink loop"):
         template_files([tmp_path / "loop.yaml"])
+
+
+def test_a_folder_walk_checks_templates_and_names_the_files_it_skipped(
+    tmp_path: Path, write_template: WriteTemplate
+) -> None:
+    # Issue 27 item 9: `validate .` read cloudbuild.yaml as a template.
+    write_template(name="a.yaml")
+    write_template({"machine_typ": "n1-standard-4", "replicas": 2}, name="typos.yaml")  # still a template
+    (tmp_path / "cloudbuild.yaml").write_text("steps:\n- name: gcr.io/x\ntimeout: 600s\noptions: {}\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\nnav: []\n")
+    (tmp_path / "hooks.yaml").write_text("- id: x\n")
+    (tmp_path / "broken.yaml").write_text("display_name: [unclosed\n")  # cannot tell: checked
+    (tmp_path / "job_templates").mkdir()
+    (tmp_path / "job_templates" / "odd.yaml").write_text("- a list\n")  # in job_templates/: a template
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "x.yaml").write_text("display_name: x\n")  # hidden folders are not searched
+    found = find_templates([tmp_path])
+    assert [p.relative_to(tmp_path).as_posix() for p in found.files] == [
+        "a.yaml",
+        "broken.yaml",
+        "job_templates/odd.yaml",
+        "typos.yaml",
+    ]
+    assert [p.name for p in found.skipped] == ["cloudbuild.yaml", "hooks.yaml", "mkdocs.yml"]
+    # A file named on the command line is always checked.
+    assert find_templates([tmp_path / "cloudbuild.yaml"]).files == [tmp_path / "cloudbuild.yaml"]
 
 
 @pytest.mark.parametrize(

@@ -191,6 +191,14 @@ def test_optional_job_fields() -> None:
     assert spec["network"] == "projects/123/global/networks/vpc"
     assert spec["tensorboard"] == "projects/p/locations/us-central1/tensorboards/1"
     assert spec["enableWebAccess"] is True
+    assert "persistentResourceId" not in spec
+
+
+def test_persistent_resource_id_goes_into_the_job_spec() -> None:
+    t = template(persistent_resource_id="warm-pool-1")
+    assert render_job_spec(t)["persistentResourceId"] == "warm-pool-1"
+    request = render_request(t)
+    assert request["trainingPipeline"]["trainingTaskInputs"]["persistentResourceId"] == "warm-pool-1"
 
 
 def test_request_wraps_the_spec_like_the_sdk() -> None:

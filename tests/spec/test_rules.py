@@ -296,6 +296,29 @@ def test_identity_network_tensorboard() -> None:
     assert [p for p, _, _ in only("error", tensorboard="tb-1", service_account="sa@x.com")] == ["tensorboard"]
 
 
+@pytest.mark.parametrize("good", ["a", "pool-1", "a" * 63, "warm-a100x8"])
+def test_persistent_resource_id_vertex_takes(good: str) -> None:
+    assert only("error", persistent_resource_id=good) == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "hint_has"),
+    [
+        ("Pool", "a-z"),
+        ("1pool", "starting with a letter"),
+        ("pool-", "not ending with -"),
+        ("pool_1", "a-z"),
+        ("", "1-63"),
+        ("a" * 64, "1-63"),
+        ("projects/p/locations/us-central1/persistentResources/warm-1", "warm-1"),
+    ],
+)
+def test_persistent_resource_id_format(bad: str, hint_has: str) -> None:
+    [(path, message, hint)] = only("error", persistent_resource_id=bad)
+    assert path == "persistent_resource_id" and repr(bad) in message
+    assert hint is not None and hint_has in hint
+
+
 def test_env_limit() -> None:
     [(path, _, _)] = only("error", trainer={"env": {f"V{i}": "x" for i in range(101)}})
     assert path == "trainer.env"

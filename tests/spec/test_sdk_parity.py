@@ -93,12 +93,65 @@ def test_pool_grid_equals_the_sdk_builder(replicas: int, reducers: int, gpu: boo
 
 
 def test_sdk_builder_bug_null_reducer_machine_type() -> None:
-    """reference/vertex.md §2.2: by default the SDK sends a null reducer machine type; we never do."""
+    """docs/reference/vertex.md §2.2: by default the SDK sends a null reducer machine type; we never do."""
     t = JobTemplate.model_validate({**BASE, "replica_count": 1, "reduction_server_count": 2},
                                    context={"skip_rules": True})  # fmt: skip
     sdk = sdk_pools(t, reduction_machine_type=None)
     assert sdk[1] == {} and sdk[2]["machineSpec"] == {"machineType": None}
     assert render_job_spec(t)["workerPoolSpecs"][2]["machineSpec"] == {"machineType": "n1-highcpu-16"}
+
+
+def test_persistent_resource_id_equals_the_sdk_custom_job() -> None:
+    """`CustomJob(..., persistent_resource_id=)` puts it into jobSpec.persistentResourceId; so do we."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.aiplatform import jobs
+
+    t = JobTemplate.model_validate({**BASE, "persistent_resource_id": "warm-pool-1"})
+    ours = render_job_spec(t, package_uri="gs://vertexdist-demo/staging/p.tar.gz")
+    # The SDK takes the pools as snake_case dicts, as a user's code writes them.
+    pools = [
+        aiplatform_v1.WorkerPoolSpec.to_dict(
+            aiplatform_v1.WorkerPoolSpec.from_json(json.dumps(pool)), preserving_proto_field_name=True
+        )
+        for pool in ours["workerPoolSpecs"]
+    ]
+    job = jobs.CustomJob(
+        display_name=t.display_name,
+        worker_pool_specs=pools,
+        base_output_dir=ours["baseOutputDirectory"]["outputUriPrefix"],
+        project="vertexdist-demo",
+        location=t.location,
+        staging_bucket=t.staging_bucket,
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        persistent_resource_id=t.persistent_resource_id,
+    )
+    sdk = json.loads(aiplatform_v1.CustomJobSpec.to_json(job._gca_resource.job_spec))
+    assert sdk["persistentResourceId"] == ours["persistentResourceId"] == "warm-pool-1"
+    # The SDK's whole job spec is ours, once ours is read into the proto (the same defaults filled in);
+    # the SDK sets scheduling in run(), not in the constructor.
+    ours.pop("scheduling", None)
+    assert sdk == json.loads(
+        aiplatform_v1.CustomJobSpec.to_json(
+            aiplatform_v1.CustomJobSpec.from_json(json.dumps(ours), ignore_unknown_fields=False)
+        )
+    )
+
+
+def test_persistent_resource_id_in_task_inputs_like_custom_training_job() -> None:
+    """`CustomTrainingJob.run(persistent_resource_id=)` adds it to the pipeline's task inputs, as we do."""
+    from types import SimpleNamespace
+
+    from google.cloud.aiplatform import training_jobs
+
+    t = JobTemplate.model_validate({**BASE, "persistent_resource_id": "warm-pool-1"})
+    ours = render_request(t)["trainingPipeline"]["trainingTaskInputs"]
+    inputs, _ = training_jobs._CustomTrainingJob._prepare_training_task_inputs_and_output_dir(
+        SimpleNamespace(_staging_bucket=t.staging_bucket),  # type: ignore[arg-type]
+        worker_pool_specs=ours["workerPoolSpecs"],
+        base_output_dir=ours["baseOutputDirectory"]["outputUriPrefix"],
+        persistent_resource_id=t.persistent_resource_id,
+    )
+    assert camel_case(inputs) == {k: v for k, v in ours.items() if k != "scheduling"}
 
 
 def test_proto_parse_rejects_unknown_fields() -> None:

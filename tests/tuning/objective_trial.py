@@ -3,7 +3,8 @@ hyperparameters as `--name=value` arguments and reports with cloudml-hypertune (
 
 score = 1 - (x - 0.3)^2 - (units - 4)^2 / 100 (+ 0.05 with --opt=adam), approached over `--steps` steps of
 `--sleep` seconds each. `--fail-even` makes trials with an even `units` exit 1 before reporting anything.
-`--pid-dir` records the process id (tests check that none outlives its job).
+`--pid-dir` records the process id (tests check that none outlives its job). The final score is written to
+`score.txt` in the trial's model folder, through /gcs as on Vertex.
 """
 
 import argparse
@@ -39,8 +40,8 @@ for step in range(1, args.steps + 1):
     )
     time.sleep(args.sleep)
 model_dir = os.environ.get("AIP_MODEL_DIR", "")
-if model_dir.startswith("gs://") and os.environ.get("VERTEXDIST_GCS_ROOT"):
-    folder = os.path.join(os.environ["VERTEXDIST_GCS_ROOT"], model_dir[len("gs://") :])
+if model_dir.startswith("gs://"):
+    folder = model_dir.replace("gs://", "/gcs/")  # Vertex mounts every bucket at /gcs (Cloud Storage FUSE)
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "score.txt"), "w") as handle:
         handle.write(str(final))

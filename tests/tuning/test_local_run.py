@@ -16,6 +16,10 @@ from typing import Any
 
 import pytest
 
+from vertexdist.backends import create_backend
+from vertexdist.backends.base import LogQuery
+from vertexdist.backends.local.prepare import LocalOptions
+
 from .conftest import pid_alive
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -51,7 +55,7 @@ def _summary(out: Path) -> dict[str, Any]:
 
 
 def test_grid_covers_the_grid_once_and_ends_with_the_best_trial(
-    workdir: Path, tmp_path: Path, tuning_template: Template
+    workdir: Path, tmp_path: Path, tuning_template: Template, host_gcs: Any
 ) -> None:
     out = tmp_path / "run"
     result = _run(str(tuning_template(GRID, args=["--x=0.3"])), "--out", str(out), cwd=workdir)
@@ -72,6 +76,14 @@ def test_grid_covers_the_grid_once_and_ends_with_the_best_trial(
     assert f"best trial {best['trial']}: score" in result.stdout and "model folder:" in result.stdout
     trial_log = (out / "trials" / best["trial"] / "logs" / "workerpool0-0.log").read_text()
     assert f"trial {best['trial']} args ['--x=0.3', '--units=3', '--opt=adam']" in trial_log
+    # The local backend reads the finished run back as it reads a job: its state, one trial's logs.
+    backend = create_backend("local", LocalOptions(runs_dir=out.parent))
+    found = backend.describe(out.name)
+    assert (found.state, found.display_name) == ("SUCCEEDED", summary["display_name"])
+    page = backend.logs(out.name, query=LogQuery(trial=best["trial"]))
+    assert {c.replica for c in page.chunks} == {f"{best['trial']}/workerpool0-0"}
+    assert any("args ['--x=0.3', '--units=3', '--opt=adam']" in c.text for c in page.chunks)
+    assert out.name in [s.name for s in backend.list()]
     # Continuing this tuning run is explicit: --resume-from names its folder as the trials' base.
     template = str(tuning_template(GRID, args=["--x=0.3"]))
     plan = _run(template, "--plan", "--resume-from", str(out), cwd=workdir)
@@ -98,6 +110,34 @@ def test_failing_trials_count_against_max_failed_trial_count(
     assert summary["state"] == "JOB_STATE_FAILED"
     assert [t["state"] for t in summary["trials"]] == ["SUCCEEDED", "INFEASIBLE", "SUCCEEDED", "INFEASIBLE"]
     assert "exited with a non-zero status of 1" in summary["trials"][1]["infeasibleReason"]
+
+
+def test_where_gcs_cannot_be_mapped_the_run_says_why_once_and_each_trial_fails_with_it(
+    workdir: Path, tmp_path: Path, tuning_template: Template, host_gcs: Any, no_user_namespaces: Any
+) -> None:
+    """The trial script writes its score through /gcs; where no namespace can be made, local-run says why
+    once for the whole run (not once per trial, nor never), and a trial's touch of /gcs fails with it."""
+    tuning = {
+        "parameter_spec": {"units": {"type": "integer", "min": 1, "max": 3}},
+        "max_trial_count": 3,
+        "parallel_trial_count": 3,
+        "max_failed_trial_count": 3,
+        "search_algorithm": "grid",
+    }
+    out = tmp_path / "run"
+    argv = no_user_namespaces(_cli(str(tuning_template(tuning)), "--out", str(out)))
+    env = {**os.environ, "NO_GCE_CHECK": "true"}
+    result = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=150, env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = [
+        line
+        for line in (result.stdout + result.stderr).splitlines()
+        if "warning: /gcs is not this job's Cloud Storage here" in line
+    ]
+    assert len(said) == 1, result.stdout + result.stderr
+    assert "may make no more user namespaces" in said[0] and "--docker" in said[0]
+    log = (out / "trials" / "1" / "logs" / "workerpool0-0.log").read_text()
+    assert "PermissionError: [Errno 13] vertexdist: /gcs is not this job's Cloud Storage here" in log
 
 
 def test_median_stopping_stops_an_obvious_loser(

@@ -184,3 +184,12 @@ def test_reports_without_steps_and_of_several_tags_group_into_measurements() -> 
         (0, {"acc": 0.7}),
     ]
     assert measurements[1].elapsed_s == 1.5
+
+
+def test_a_trials_metric_file_is_read_the_same_by_both_launchers(tmp_path: Path) -> None:
+    from vertexdist.tuning.driver import metric_file_text
+
+    path = tmp_path / "workerpool0-0.json"
+    assert metric_file_text(path) == ""  # no report yet
+    path.write_bytes(b'{"score": "0.5"}\n{"sco\xff')
+    assert metric_file_text(path) == '{"score": "0.5"}\n{"sco\ufffd'

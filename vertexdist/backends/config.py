@@ -16,7 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from vertexdist.backends.base import LOCAL_PROJECT
 from vertexdist.errors import UsageError
+
+__all__ = ["LOCAL_PROJECT", "NO_PROJECT_HINT", "Target", "resolve_target"]
 
 Transport = Literal["grpc", "rest"]
 TRANSPORTS: tuple[Transport, ...] = ("grpc", "rest")
@@ -68,11 +71,14 @@ def resolve_target(
     api_endpoint: str | None = None,
     transport: str | None = None,
     require_project: bool = True,
+    default_project: str | None = None,
+    no_project_hint: str = NO_PROJECT_HINT,
 ) -> Target:
-    """Combine flags, template and environment into one Target; UsageError when nothing names a project."""
-    chosen_project = _first(project, template_project, env.get("GOOGLE_CLOUD_PROJECT"))
+    """Combine flags, template and environment into one Target; UsageError when nothing names a project
+    (and there is no `default_project`, as for an emulator)."""
+    chosen_project = _first(project, template_project, env.get("GOOGLE_CLOUD_PROJECT"), default_project)
     if not chosen_project and require_project:
-        raise UsageError("no Google Cloud project given", hint=NO_PROJECT_HINT)
+        raise UsageError("no Google Cloud project given", hint=no_project_hint)
     endpoint = _first(api_endpoint, env.get("VERTEX_API_ENDPOINT"))
     if endpoint:
         endpoint = check_endpoint(endpoint)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vertexdist.backends.outputs import READ_BYTES, OutputFile, OutputSource, md5_base64, safe_relative
+from vertexdist.backends.output_files import READ_BYTES, OutputFile, OutputSource, md5_base64, safe_relative
 from vertexdist.errors import VertexdistError
 
 PART_SUFFIX = ".part"

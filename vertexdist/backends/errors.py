@@ -1,7 +1,7 @@
 """Which API errors are worth retrying, and the message and hint for those that are not. No SDK import.
 
 Transient: 503 UNAVAILABLE, 500/502/504, and 429 when it is rate limiting. Permanent: 400, 401, 403, 404,
-409 and 429 RESOURCE_EXHAUSTED for a quota (Vertex says "quota" in that message, reference/vertex.md §6);
+409 and 429 RESOURCE_EXHAUSTED for a quota (Vertex says "quota" in that message, docs/reference/vertex.md §6);
 retrying those only repeats the refusal.
 """
 

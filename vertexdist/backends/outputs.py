@@ -7,47 +7,38 @@ again: how a job's default folder is named is render's business).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any
 
-from vertexdist.errors import VertexdistError
+from vertexdist.backends.output_files import (
+    READ_BYTES,
+    NoOutputs,
+    OutputFile,
+    OutputSource,
+    md5_base64,
+    safe_relative,
+)
+from vertexdist.wire.gcs_uri import local_gs_path, parse_gs_uri
 
-READ_BYTES = 1 << 20
-
-
-class NoOutputs(VertexdistError):
-    """The job names no output folder, or its folder cannot be read."""
-
-
-@dataclass(frozen=True)
-class OutputFile:
-    path: str  # relative to the output folder, `/`-separated
-    size: int
-    version: str  # changes whenever the file does (a GCS generation; size and mtime locally)
-    md5: str | None = None  # base64 of the digest, as Cloud Storage's md5Hash
-    crc32c: str | None = None  # base64 of the big-endian value, as Cloud Storage's crc32c
-
-
-class OutputSource(Protocol):
-    uri: str  # where the outputs are, as the job names it (gs://B/prefix)
-
-    def files(self) -> list[OutputFile]: ...
-
-    def read(self, file: OutputFile, start: int, write: Any) -> None:
-        """Pass the file's bytes from `start` to `write(chunk)`, in order."""
-        ...
-
-    def checksum(self, file: OutputFile) -> tuple[str, str]:
-        """("md5" | "crc32c", base64 value) of the file as the source has it."""
-        ...
-
-    def call(self, what: str, fetch: Callable[[], Any]) -> Any:
-        """Run a fetch under the source's retry policy (a retried fetch continues where it stopped)."""
-        ...
+# AIP_TENSORBOARD_LOG_DIR is `<output folder>/logs/` on Vertex and here (`local.environment.output_dirs`).
+TENSORBOARD_FOLDER = "logs"
+# Where the outputs' own types live (`backends.output_files`); importers of this module find them here too.
+__all__ = [
+    "READ_BYTES",
+    "TENSORBOARD_FOLDER",
+    "FolderOutputs",
+    "NoOutputs",
+    "OutputFile",
+    "OutputSource",
+    "is_event_file",
+    "md5_base64",
+    "output_uri",
+    "require_output_uri",
+    "safe_relative",
+    "tensorboard_folder",
+]
 
 
 def output_uri(spec: Mapping[str, Any]) -> str | None:
@@ -67,39 +58,13 @@ def require_output_uri(name: str, spec: Mapping[str, Any]) -> str:
     return uri
 
 
-def split_gs_uri(uri: str) -> tuple[str, str]:
-    """`gs://bucket/some/prefix` -> ("bucket", "some/prefix")."""
-    if not uri.startswith("gs://") or not uri[5:].split("/", 1)[0]:
-        raise NoOutputs(f"the output folder {uri!r} is not a gs://BUCKET/PATH URI")
-    bucket, _, prefix = uri[5:].partition("/")
-    return bucket, prefix.strip("/")
-
-
-def safe_relative(path: str) -> PurePosixPath:
-    """An object's path under the output folder, refused if it would land outside the download folder."""
-    relative = PurePosixPath(path)
-    if relative.is_absolute() or not relative.parts or ".." in relative.parts or "\\" in path:
-        raise NoOutputs(f"refusing to download {path!r}: it names a place outside the download folder")
-    return relative
-
-
-def md5_base64(path: Path) -> str:
-    import base64
-
-    digest = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as handle:
-        while block := handle.read(READ_BYTES):
-            digest.update(block)
-    return base64.b64encode(digest.digest()).decode()
-
-
 class FolderOutputs:
     """A local job's outputs: `gs://B/p` is `<gcs root>/B/p` on this machine (what its replicas wrote)."""
 
     def __init__(self, uri: str, gcs_root: Path) -> None:
-        bucket, prefix = split_gs_uri(uri)
         self.uri = uri
-        self.folder = Path(gcs_root, bucket, *PurePosixPath(prefix).parts)
+        parse_gs_uri(uri, what="the output folder")
+        self.folder = local_gs_path(uri.rstrip("/"), gcs_root)
 
     def files(self) -> list[OutputFile]:
         found = []
@@ -132,3 +97,22 @@ class FolderOutputs:
 
     def call(self, what: str, fetch: Callable[[], Any]) -> Any:
         return fetch()
+
+
+def is_event_file(path: str) -> bool:
+    """A TensorBoard event file (`events.out.tfevents.<time>.<host>...`), by its name."""
+    return ".tfevents." in path.rsplit("/", 1)[-1]
+
+
+def tensorboard_folder(source: OutputSource, cache: Path) -> Path:
+    """A folder on this machine with the job's TensorBoard event files (each run a subfolder): a local
+    job's own, else a copy under `cache`, brought up to date (only files that changed are fetched)."""
+    if isinstance(source, FolderOutputs):
+        return source.folder / TENSORBOARD_FOLDER
+    from vertexdist.backends.download import download
+
+    prefix = f"{TENSORBOARD_FOLDER}/"
+    download(
+        source, [f for f in source.files() if f.path.startswith(prefix) and is_event_file(f.path)], cache
+    )
+    return cache / TENSORBOARD_FOLDER

@@ -16,6 +16,7 @@ from vertexdist.cli import (
     schema,
     submit,
     trials,
+    ui,
     validate,
 )
 
@@ -32,4 +33,5 @@ MODULES: list[ModuleType] = [
     trials,
     outputs,
     emulator,
+    ui,
 ]

@@ -24,9 +24,6 @@ def status_lines(status: JobStatus) -> list[str]:
         if value:
             # A failed job's error carries its replica's last lines: keep them under the label.
             lines.append(f"  {label + ':':<13} {value}".replace("\n", "\n" + " " * 16))
-    outputs = (status.spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
-    if outputs:
-        lines.append(f"  {'outputs:':<13} {outputs}")
     pools = status.spec.get("workerPoolSpecs") or []
     for index, pool in enumerate(pools):
         if not pool:
@@ -46,16 +43,19 @@ def status_lines(status: JobStatus) -> list[str]:
     return lines
 
 
-def where(status: JobStatus, name: str, *, on_vertex: bool) -> dict[str, str]:
-    """Where the job's outputs and logs are, and the commands that show them (what `status` prints)."""
+def where(status: JobStatus, name: str, *, on_vertex: bool, flags: str = "") -> dict[str, str]:
+    """Where the job's outputs and logs are, and the commands that show them (what `status` prints);
+    `flags` (` --emulator`) bring each command back to where the job is."""
     from vertexdist.backends.outputs import output_uri
 
     found: dict[str, str] = {}
     uri = output_uri(status.spec)
     if uri:
         found["outputs"] = f"{uri}/"
-        found["outputsCommand"] = f"vertexdist outputs {name} --download DIR"
-    found["logsCommand"] = f"vertexdist logs {name}" + ("" if status.done else " --follow")
+        found["outputsCommand"] = f"vertexdist outputs {name}{flags} --download DIR"
+    found["logsCommand"] = f"vertexdist logs {name}{flags}" + ("" if status.done else " --follow")
+    if "/hyperparameterTuningJobs/" in name:
+        found["trialsCommand"] = f"vertexdist trials {name}{flags}"
     if on_vertex:
         from vertexdist.backends.vertex.logs import where_logs_are
 
@@ -65,9 +65,15 @@ def where(status: JobStatus, name: str, *, on_vertex: bool) -> dict[str, str]:
     return found
 
 
-def where_lines(status: JobStatus, name: str, *, on_vertex: bool) -> list[str]:
-    found = where(status, name, on_vertex=on_vertex)
-    labels = {"outputs": "outputs:", "outputsCommand": "", "logsCommand": "logs:", "logsUrl": "log viewer:"}
+def where_lines(status: JobStatus, name: str, *, on_vertex: bool, flags: str = "") -> list[str]:
+    found = where(status, name, on_vertex=on_vertex, flags=flags)
+    labels = {
+        "outputs": "outputs:",
+        "outputsCommand": "",
+        "logsCommand": "logs:",
+        "trialsCommand": "trials:",
+        "logsUrl": "log viewer:",
+    }
     return [f"  {labels[key]:<13} {value}" for key, value in found.items()]
 
 

@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vertexdist.cli.local_view import View
-from vertexdist.local.runner import JobEvent, LocalJob, ReplicaState
+from vertexdist.backends.base import JobEvent, JobHandle, ReplicaState
 
 _STATE_STYLE = {
     ReplicaState.PENDING: "dim",
@@ -19,8 +18,9 @@ _STATE_STYLE = {
 }
 
 
-class LiveView(View):
-    """A rich live table: one line per replica (state, pid, exit code, last log line) and the job state."""
+class LiveView:
+    """A rich live table: one line per replica (state, pid, exit code, last log line) and the job state
+    (a `jobs.local_run.JobView`, as `local_view`'s views are)."""
 
     def __init__(self, job_id: str, run_dir: Path) -> None:
         from rich.console import Console
@@ -45,7 +45,7 @@ class LiveView(View):
         if line.strip():
             self._last[replica] = line
 
-    def _render(self, job: LocalJob) -> Any:
+    def _render(self, job: JobHandle) -> Any:
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
@@ -79,7 +79,7 @@ class LiveView(View):
             parts.append(Text(self._message, style="dim"))
         return Group(*parts)
 
-    def refresh(self, job: LocalJob) -> None:
+    def refresh(self, job: JobHandle) -> None:
         self._live.update(self._render(job))
 
     def stop(self) -> None:

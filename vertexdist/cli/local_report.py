@@ -10,8 +10,8 @@ from typing import Any
 
 import typer
 
-from vertexdist.local.logs import last_lines
-from vertexdist.local.runner import JobResult, JobState, ReplicaState, ReplicaStatus
+from vertexdist.backends.base import JobResult, JobState, ReplicaState, ReplicaStatus
+from vertexdist.log_files import last_lines
 
 
 def print_plan(plan_dict: dict[str, Any], as_json: bool) -> None:

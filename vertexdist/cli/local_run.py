@@ -1,7 +1,8 @@
 """`vertexdist local-run TEMPLATE`: every replica of the job as a local process, with Vertex's environment.
 
-Flags and printing only: the local backend (`vertexdist.backends.local`) packages and renders the template
-the way submit does, plans the replicas and runs them; this shows the plan, the live view and the summary.
+Flags and printing only: the service (`vertexdist.jobs.local_run`) has the local backend package and render
+the template the way submit does, plan the replicas and run them; this shows the plan, the live view and
+the summary.
 Each run writes to its own output folder; `--resume-from RUN` continues an earlier run's folder instead.
 """
 
@@ -11,8 +12,6 @@ import json
 import queue
 import signal
 import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -22,8 +21,8 @@ import typer
 from vertexdist.errors import JobFailedError, UsageError
 
 if TYPE_CHECKING:
-    from vertexdist.backends.local import LocalBackend
-    from vertexdist.local.runner import JobEvent, JobResult
+    from vertexdist.backends.base import JobEvent, JobResult
+    from vertexdist.jobs.local_run import LocalRun
 
 
 def _timeout_seconds(timeout: str | None) -> float | None:
@@ -35,25 +34,22 @@ def _timeout_seconds(timeout: str | None) -> float | None:
         raise UsageError(f"--timeout: {exc}") from None
 
 
-def _follow(
-    backend: LocalBackend,
-    name: str,
-    events: queue.Queue[JobEvent],
-    json_events: bool,
-    mask: Callable[[str], str],
-) -> JobResult:
+def _follow(run: LocalRun, events: queue.Queue[JobEvent], json_events: bool) -> JobResult:
     """Show the job until it is done; SIGINT/SIGTERM to this process cancel it."""
-    from vertexdist.cli.local_view import choose_view, follow
+    from vertexdist.cli.local_view import choose_view
+    from vertexdist.jobs.local_run import follow_local
+    from vertexdist.render import mask_text
 
-    job = backend.job(name)
+    job = run.job
+    secrets = run.secret_values
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         job.cancel()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        view = choose_view(name, backend.run_dir(name), json_events=json_events)
-        return follow(job, view, events, mask=mask)
+        view = choose_view(run.name, run.run_dir, json_events=json_events)
+        return follow_local(job, view, events, mask=lambda text: mask_text(text, secrets))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -98,10 +94,9 @@ def local_run(
     ),
 ) -> None:
     """Run every replica of TEMPLATE as a local process, with the environment Vertex gives them."""
-    from vertexdist.backends.local import LocalBackend
+    from vertexdist.backends.base import JobState
     from vertexdist.cli.local_report import print_plan, summary_lines
-    from vertexdist.local.runner import JobState
-    from vertexdist.local.template_job import LocalOptions
+    from vertexdist.jobs.local_run import LocalRunRequest, plan_local, start_local
     from vertexdist.render import mask_text
     from vertexdist.spec import load_template
 
@@ -110,44 +105,34 @@ def local_run(
         raise UsageError(f"--out {out} is a file, not a folder", hint="pass a folder for the run's files")
     if not plan_only and out is not None and out.exists() and any(out.iterdir()):
         raise UsageError(f"run folder {out} is not empty", hint="pick another --out, or remove it")
-    options = LocalOptions(
-        out=out, procs_per_replica=procs_per_replica, docker=docker, resume_from=resume_from
+    request = LocalRunRequest(
+        load_template(template),
+        out=out,
+        procs_per_replica=procs_per_replica,
+        docker=docker,
+        resume_from=resume_from,
+        timeout_s=timeout_s,
+        grace_s=grace,
+        seed=seed,
     )
-    backend = LocalBackend(options, grace_s=grace, timeout_s=timeout_s)
-    loaded = load_template(template)
-    if loaded.tuning is not None:
+    if request.template.tuning is not None:
         from vertexdist.cli.local_tune import run_tuning
 
-        run_tuning(
-            loaded,
-            options,
-            plan_only=plan_only,
-            json_events=json_events,
-            grace_s=grace,
-            timeout_s=timeout_s,
-            seed=seed,
-        )
+        run_tuning(request, plan_only=plan_only, json_events=json_events)
         return
     if plan_only:
-        # --plan starts and leaves nothing: its sdist (needed for the package URI) goes to a temporary folder.
-        with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:
-            request = backend.dryrun(loaded, scratch=Path(scratch))
-            request.release()
-        plan = request.to_dict()
-        if timeout_s is not None:
-            plan["timeout_s"] = timeout_s
-        print_plan(plan, json_events)
+        print_plan(plan_local(request), json_events)
         return
     events: queue.Queue[JobEvent] = queue.Queue()
-    name = backend.schedule(backend.dryrun(loaded), on_event=events.put)
-    secrets = backend.secret_values(name)
+    run = start_local(request, on_event=events.put)
+    result = _follow(run, events, json_events)
+    summary = run.summary()
+    run_dir = Path(summary["run_dir"])
+    secrets = run.secret_values
 
     def mask(text: str) -> str:
         return mask_text(text, secrets)
 
-    result = _follow(backend, name, events, json_events, mask)
-    summary = backend.summary(name)
-    run_dir = Path(summary["run_dir"])
     if json_events:
         typer.echo(json.dumps({"event": "summary", **summary}))
     else:

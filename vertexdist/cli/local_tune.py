@@ -1,8 +1,9 @@
 """`vertexdist local-run TEMPLATE` for a template with a `tuning:` section: its trials on this machine.
 
-Flags and printing only: `backends.local_tuning` runs the study (the emulator's own loop); this shows the
-trials as they go and ends with the best trial, its parameters and its model folder. SIGINT/SIGTERM cancel
-the job: every trial is stopped and waited for before local-run exits.
+Flags and printing only: `jobs.local_run` starts the study through the local backend
+(`backends.local.tuning`, the emulator's own loop); this shows the trials as they go and ends with the best
+trial, its parameters and its model folder. SIGINT/SIGTERM cancel the job: every trial is stopped and
+waited for before local-run exits.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-import tempfile
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -20,8 +20,7 @@ import typer
 from vertexdist.errors import JobFailedError
 
 if TYPE_CHECKING:
-    from vertexdist.local.template_job import LocalOptions
-    from vertexdist.spec.models import JobTemplate
+    from vertexdist.jobs.local_run import LocalRunRequest
 
 REFRESH_S = 0.25
 
@@ -44,32 +43,29 @@ def best_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def run_tuning(
-    template: JobTemplate,
-    options: LocalOptions,
-    *,
-    plan_only: bool,
-    json_events: bool,
-    grace_s: float,
-    timeout_s: float | None,
-    seed: int | None,
-) -> None:
-    from vertexdist.backends.local_tuning import SUMMARY, LocalTuningBackend
-    from vertexdist.cli.tuning_view import choose_view
-    from vertexdist.render import mask_secrets
+def failed_hint(job: str, summary: dict[str, Any]) -> str:
+    """The commands that show why a tuning run failed: the first failed trial's log, and every trial."""
+    failed = [t["id"] for t in summary["trials"] if t["state"] == "INFEASIBLE" and not t["stoppedEarly"]]
+    logs = f"vertexdist logs {job} --trial {failed[0]}" if failed else f"vertexdist logs {job}"
+    return f"see why: {logs}; every trial: vertexdist trials {job}"
 
-    backend = LocalTuningBackend(options, grace_s=grace_s, timeout_s=timeout_s, seed=seed)
-    if template.build is not None:
+
+def run_tuning(request: LocalRunRequest, *, plan_only: bool, json_events: bool) -> None:
+    from vertexdist.cli.tuning_view import choose_view
+    from vertexdist.jobs.local_run import plan_local, start_local_tuning
+
+    if request.template.build is not None:
         typer.echo("local-run: `build` ignored; each trial runs the trainer as a Python package", err=True)
     if plan_only:
-        with tempfile.TemporaryDirectory(prefix="vertexdist-plan-") as scratch:
-            request = backend.dryrun(template, scratch=Path(scratch))
-        typer.echo(json.dumps(mask_secrets(request.request), indent=2))
+        typer.echo(json.dumps(plan_local(request), indent=2))
         return
-    request = backend.dryrun(template)
-    run, thread = backend.schedule(request)
-    parameters = [p.id for p in request.job.study.parameters]
-    view = choose_view(request.job_id, run.study.objective.id, parameters, json_events=json_events)
+    run = start_local_tuning(request)
+    if run.warning:  # once, for the whole run, before the first trial's line
+        if json_events:
+            typer.echo(json.dumps({"event": "warning", "job_id": run.name, "message": run.warning}))
+        else:
+            typer.echo(run.warning, err=True)
+    view = choose_view(run.name, run.metric, run.parameters, json_events=json_events)
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         run.cancel()
@@ -78,20 +74,19 @@ def run_tuning(
     try:
         view.start()
         try:
-            while thread.is_alive():
+            while not run.wait(REFRESH_S):
                 view.refresh(run.snapshot())
-                thread.join(REFRESH_S)
             view.refresh(run.snapshot())
         finally:
             view.stop()
     except BaseException:
         run.cancel()  # the view failed (stdout closed, say): the trials must not outlive local-run
-        thread.join()
+        run.wait()
         raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    summary = json.loads((request.run_dir / SUMMARY).read_text())
+    summary = run.summary()
     state = summary["state"]
     if json_events:
         typer.echo(json.dumps({"event": "summary", **summary}))
@@ -102,6 +97,4 @@ def run_tuning(
     if state == "JOB_STATE_CANCELLED":
         raise typer.Exit(130)
     if state != "JOB_STATE_SUCCEEDED":
-        raise JobFailedError(
-            summary.get("error") or state, hint=f"each trial's logs: {request.run_dir / 'trials'}/ID/logs"
-        )
+        raise JobFailedError(summary.get("error") or state, hint=failed_hint(run.name, summary))

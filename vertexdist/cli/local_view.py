@@ -1,20 +1,20 @@
 """What `local-run` shows while a job runs: a rich live table on a terminal, prefixed log lines otherwise,
 or JSON event lines (`--json`) for scripts, fed by the local backend's events and log files. Every replica's
-full log stays in its file; views only tail them.
+full log stays in its file; views only tail them. The follow loop that feeds them is the service's
+(`vertexdist.jobs.local_run.follow_local`).
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from vertexdist.local.logs import LogFollower
-from vertexdist.local.runner import JobEvent, JobResult, LocalJob, ReplicaState
+from vertexdist.backends.base import JobEvent, JobHandle, ReplicaState
+
+if TYPE_CHECKING:
+    from vertexdist.cli.local_live import LiveView
 
 
 def _event_dict(job_id: str, event: JobEvent) -> dict[str, Any]:
@@ -48,7 +48,8 @@ def _event_dict(job_id: str, event: JobEvent) -> dict[str, Any]:
 
 
 class View:
-    """Base: receives events and log lines from the follow loop; prints nothing."""
+    """Base: receives events and log lines from the follow loop (`jobs.local_run.follow_local`); prints
+    nothing."""
 
     def start(self) -> None:
         pass
@@ -59,7 +60,7 @@ class View:
     def log(self, replica: str, line: str) -> None:
         pass
 
-    def refresh(self, job: LocalJob) -> None:
+    def refresh(self, job: JobHandle) -> None:
         pass
 
     def stop(self) -> None:
@@ -109,78 +110,9 @@ class JsonView(View):
         self._write({"event": "log", "job_id": self._job_id, "replica": replica, "line": line})
 
 
-def follow(
-    job: LocalJob,
-    view: View,
-    events: queue.Queue[JobEvent],
-    *,
-    interval_s: float = 0.1,
-    mask: Callable[[str], str] = lambda line: line,
-) -> JobResult:
-    """Feed `view` with the job's events and new log lines (each through `mask`) until the job is done.
-
-    If the view fails (stdout closed under `local-run ... | head`, say), the job is cancelled and waited for
-    before the error goes on: its replicas run in their own sessions and would otherwise outlive local-run.
-    """
-    follower = LogFollower()
-    try:
-        view.start()
-        _follow(job, _Masked(view, mask), events, follower, interval_s)
-    except BaseException:
-        job.cancel()
-        job.wait()
-        raise
-    return job.result()
-
-
-class _Masked(View):
-    """A view whose log lines have the job's secret values masked, as `vertexdist logs` masks them."""
-
-    def __init__(self, view: View, mask: Callable[[str], str]) -> None:
-        self._view = view
-        self._mask = mask
-
-    def start(self) -> None:
-        self._view.start()
-
-    def event(self, event: JobEvent) -> None:
-        self._view.event(event)
-
-    def log(self, replica: str, line: str) -> None:
-        self._view.log(replica, self._mask(line))
-
-    def refresh(self, job: LocalJob) -> None:
-        self._view.refresh(job)
-
-    def stop(self) -> None:
-        self._view.stop()
-
-
-def _follow(
-    job: LocalJob, view: View, events: queue.Queue[JobEvent], follower: LogFollower, interval_s: float
-) -> None:
-    try:
-        while True:
-            finished = job.done
-            while True:
-                try:
-                    view.event(events.get_nowait())
-                except queue.Empty:
-                    break
-            for name, line in follower.poll(job.log_paths()):
-                view.log(name, line)
-            if finished:
-                for name, line in follower.flush():
-                    view.log(name, line)
-                view.refresh(job)
-                break
-            view.refresh(job)
-            time.sleep(interval_s)
-    finally:
-        view.stop()
-
-
-def choose_view(job_id: str, run_dir: Path, *, json_events: bool, out: IO[str] | None = None) -> View:
+def choose_view(
+    job_id: str, run_dir: Path, *, json_events: bool, out: IO[str] | None = None
+) -> View | LiveView:
     stream = out or sys.stdout
     if json_events:
         return JsonView(stream, job_id)

@@ -69,7 +69,7 @@ def machines(
         accelerator = accelerator.upper()
         if accelerator not in ACCELERATORS:
             reason = catalog.retired_accelerator_reason(accelerator)
-            guess = catalog.did_you_mean(accelerator, list(ACCELERATORS))
+            guess = catalog.did_you_mean(accelerator, list(ACCELERATORS), described=ACCELERATORS)
             raise UsageError(
                 (reason and f"{accelerator}: {reason}") or f"unknown accelerator {accelerator!r}",
                 hint=(f"{guess} " if guess else "") + "known: " + ", ".join(ACCELERATORS),

@@ -46,10 +46,11 @@ def _root(
 
 def _register() -> None:
     # One line per command module; each module exposes `register(app)`.
-    from vertexdist.cli import commands
+    from vertexdist.cli import commands, help_format
 
     for module in commands.MODULES:
         module.register(app)
+    help_format.use_for(app)
 
 
 def _report(error: VertexdistError) -> None:

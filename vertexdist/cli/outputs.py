@@ -12,9 +12,19 @@ from pathlib import Path
 
 import typer
 
-from vertexdist.cli.jobs import AnyJobRef
+from vertexdist.cli.jobs import AnyJobRef, place
 from vertexdist.cli.outputs_view import show_download
-from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport, any_job_backend
+from vertexdist.cli.targets import (
+    EMULATOR_DATA_DIR,
+    AsJson,
+    EmulatorDataDir,
+    Endpoint,
+    JobLocation,
+    JobProject,
+    Transport,
+    UseEmulator,
+)
+from vertexdist.jobs.where import open_job
 from vertexdist.sizes import human_size
 
 
@@ -25,19 +35,22 @@ def outputs(
         "--download",
         help="Copy the files into this folder (an interrupted copy resumes; unchanged files are skipped).",
     ),
-    project: Project = None,
-    location: Location = None,
+    project: JobProject = None,
+    location: JobLocation = None,
     endpoint: Endpoint = None,
     transport: Transport = None,
+    emulator: UseEmulator = False,
+    emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
     as_json: AsJson = False,
 ) -> None:
     """List a job's outputs (its base output directory) with sizes, or download them."""
-    backend, name = any_job_backend(job, project, location, endpoint, transport)
-    source = backend.outputs(name)
-    files = source.files()
-    if download is not None:
-        show_download(source, files, download, as_json=as_json)
-        return
+    at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    with open_job(job, at) as (backend, name):
+        source = backend.outputs(name)
+        files = source.files()
+        if download is not None:
+            show_download(source, files, download, as_json=as_json)
+            return
     if as_json:
         listed = [{"path": f.path, "size": f.size, "md5Hash": f.md5, "crc32c": f.crc32c} for f in files]
         typer.echo(json.dumps({"uri": f"{source.uri}/", "files": listed}, indent=2))

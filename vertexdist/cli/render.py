@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from vertexdist.cli.resume import ResumeFrom
+from vertexdist.cli.targets import Location, Project
 
 FORMATS = ("yaml", "json")
 
@@ -35,6 +36,8 @@ def render(
         False, "--request", help="Print the CreateTrainingPipeline request body instead of the CustomJobSpec."
     ),
     resume_from: ResumeFrom = None,
+    project: Project = None,
+    location: Location = None,
 ) -> None:
     """Print what Vertex receives for TEMPLATE: the CustomJobSpec, or with --request the whole API request.
 
@@ -50,6 +53,17 @@ def render(
     if output_format not in FORMATS:
         raise UsageError(f"unknown --format {output_format!r}", hint=f"use one of {', '.join(FORMATS)}")
     loaded = load_template(template)
+    if request or resume_from is not None or project or location:
+        # Where the request goes, as submit finds it: flags, then the template, then the environment.
+        from vertexdist.jobs.submit import Where, resolve_target
+
+        loaded, _target = resolve_target(
+            loaded,
+            Where(project=project, location=location),
+            no_project_hint=(
+                "pass --project PROJECT, set GOOGLE_CLOUD_PROJECT, or put `project:` in the template"
+            ),
+        )
     package_uri = None
     if loaded.build is None and loaded.staging_bucket:
         from vertexdist.packaging import planned_package_uri
@@ -57,7 +71,7 @@ def render(
         package_uri = planned_package_uri(loaded.trainer, loaded.staging_bucket)
     resumed = None
     if resume_from is not None:
-        from vertexdist.cli.resume import resume_output_dir
+        from vertexdist.jobs.find import resume_output_dir
 
         resumed = resume_output_dir(
             resume_from, project=loaded.project, location=loaded.location, endpoint=None, transport=None

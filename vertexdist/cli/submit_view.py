@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
 
 from vertexdist.cli.job_view import print_chunk
 from vertexdist.errors import VertexdistError
+from vertexdist.jobs.submit import DuplicateRequest
 from vertexdist.sizes import human_size
 
 if TYPE_CHECKING:
-    from vertexdist.backends.base import JobStatus, LogChunk
+    from vertexdist.backends.base import JobStatus, LogChunk, ProgressFn
     from vertexdist.backends.config import Target
-    from vertexdist.backends.vertex import Submission, VertexBackend
+    from vertexdist.backends.vertex import Submission
+    from vertexdist.jobs.submit import SubmitHooks, SubmitSession
 
 
 class StatusView:
@@ -47,70 +51,83 @@ class StatusView:
             self._live.stop()
 
 
-def confirm_duplicate(backend: VertexBackend, submission: Submission, yes: bool, window_s: float) -> None:
+def _confirm_duplicate(duplicates: list[JobStatus], message: str) -> None:
     """Ask before submitting a request that was just submitted; without a terminal, refuse unless --yes."""
-    duplicates = backend.recent_duplicates(submission, window_s)
-    if not duplicates or yes:
-        return
-    first = duplicates[0]
-    message = (
-        f"the same request was submitted {len(duplicates)} time(s) in the last {window_s / 60:.0f}"
-        f" minutes, latest {first.name} ({first.state})"
-    )
     if sys.stdin.isatty():
         typer.echo(f"warning: {message}", err=True)
         if typer.confirm("submit it again?", default=False, err=True):
             return
         raise VertexdistError(
-            "not submitted", hint=f"follow the existing job: vertexdist status {first.name}"
+            "not submitted", hint=f"follow the existing job: vertexdist status {duplicates[0].name}"
         )
-    raise VertexdistError(f"{message}; refusing to create a duplicate", hint="pass --yes to submit it anyway")
+    raise DuplicateRequest(
+        f"{message}; refusing to create a duplicate", hint="pass --yes to submit it anyway"
+    )
 
 
-def upload(backend: VertexBackend, submission: Submission) -> None:
-    if submission.package_path is None:
+@contextmanager
+def _upload_bar(submission: Submission) -> Iterator[ProgressFn | None]:
+    """A progress bar on a terminal while the package uploads."""
+    assert submission.package_path is not None
+    if not sys.stderr.isatty():
+        yield None
         return
-    size = submission.package_path.stat().st_size
-    if sys.stderr.isatty():
-        from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
-        with Progress(
-            *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), transient=True
-        ) as bar:
-            task = bar.add_task(f"uploading {submission.package_path.name}", total=size)
-            uploaded = backend.upload(submission, lambda done, total: bar.update(task, completed=done))
-    else:
-        uploaded = backend.upload(submission)
+    size = submission.package_path.stat().st_size
+    with Progress(
+        *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), transient=True
+    ) as bar:
+        task = bar.add_task(f"uploading {submission.package_path.name}", total=size)
+        yield lambda done, total: bar.update(task, completed=done)
+
+
+def _uploaded(submission: Submission, uploaded: bool) -> None:
+    assert submission.package_path is not None
+    size = submission.package_path.stat().st_size
     verb = "uploaded" if uploaded else "unchanged, already in the bucket:"
     typer.echo(f"package {verb} {submission.package_uri} ({human_size(size)})", err=True)
 
 
-def follow_job(backend: VertexBackend, name: str, *, follow_logs: bool) -> JobStatus:
-    """Poll until the job ends with a live status view (and its logs on stdout with `follow_logs`)."""
-    from vertexdist.backends.watch import CLOUD_LOGGING_POLICY, PollPolicy, watch
+def _notice(line: str) -> None:
+    typer.echo(line, err=True)
 
-    # Local jobs change state within seconds; Vertex jobs within minutes, so back off further there.
-    policy = PollPolicy(max_s=1.0) if backend.target.is_emulator else PollPolicy()
-    if follow_logs and not backend.target.is_emulator:
-        policy = CLOUD_LOGGING_POLICY
+
+def submit_hooks() -> SubmitHooks:
+    """What submit shows on stderr while the service works, and how it asks about a duplicate."""
+    from vertexdist.jobs.submit import SubmitHooks
+
+    return SubmitHooks(
+        notice=_notice, on_duplicates=_confirm_duplicate, upload_progress=_upload_bar, on_uploaded=_uploaded
+    )
+
+
+def follow_job(session: SubmitSession, name: str, *, follow_logs: bool) -> JobStatus:
+    """Follow the job until it ends with a live status view (and its logs on stdout with `follow_logs`)."""
     view = StatusView(name, live=sys.stderr.isatty() and not follow_logs)
 
     def show(chunk: LogChunk, status: JobStatus) -> None:
         print_chunk(chunk, status, as_json=False)
 
     try:
-        return watch(
-            backend, name, on_status=view.update, on_logs=show if follow_logs else None, policy=policy
-        )
+        return session.follow(name, on_status=view.update, on_logs=show if follow_logs else None)
     finally:
         view.close()
 
 
-def submitted_where(name: str, target: Target) -> list[str]:
-    """The commands that fetch the new job's outputs and show its logs, and its console page on Vertex."""
+def submitted_where(name: str, target: Target, *, flags: str = "", done: bool = False) -> list[str]:
+    """The commands that fetch the new job's outputs, show its logs (its trials, for a tuning job) and
+    state, and its console page on Vertex; `flags` (` --emulator`) bring each back to where the job is."""
     from vertexdist.backends.vertex.status import console_url
 
-    lines = [f"  vertexdist outputs {name} --download DIR", f"logs: vertexdist logs {name} --follow"]
+    lines = [
+        f"  vertexdist outputs {name}{flags} --download DIR",
+        f"logs: vertexdist logs {name}{flags}" + ("" if done else " --follow"),
+    ]
+    if "/hyperparameterTuningJobs/" in name:
+        lines.append(f"trials: vertexdist trials {name}{flags}")
+    if done:
+        lines.append(f"status: vertexdist status {name}{flags}")
     link = console_url(name, target)
     if link:
         lines.append(f"console: {link}")

@@ -12,17 +12,30 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vertexdist.cli.targets import AsJson, Endpoint, Location, Project, Transport, job_backend
-from vertexdist.errors import UsageError
+from vertexdist.cli.jobs import place
+from vertexdist.cli.targets import (
+    EMULATOR_DATA_DIR,
+    AsJson,
+    EmulatorDataDir,
+    Endpoint,
+    JobLocation,
+    JobProject,
+    Transport,
+    UseEmulator,
+)
+from vertexdist.jobs.where import open_job
 
 if TYPE_CHECKING:
-    from vertexdist.backends.vertex.tuning_status import TuningStatus
+    from vertexdist.backends.base import TuningStatus
     from vertexdist.wire.trials import Trial
 
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "EXPIRED"})
 TuningJobRef = Annotated[
     str,
-    typer.Argument(help="Tuning job name (projects/P/locations/L/hyperparameterTuningJobs/ID) or its ID."),
+    typer.Argument(
+        help="Tuning job name (projects/P/locations/L/hyperparameterTuningJobs/ID) or its ID; or a local-run"
+        " tuning job id (local-...) or run folder."
+    ),
 ]
 
 
@@ -71,20 +84,18 @@ def trial_json(trial: Trial, best: bool) -> dict[str, object]:
 
 def trials(
     job: TuningJobRef,
-    project: Project = None,
-    location: Location = None,
+    project: JobProject = None,
+    location: JobLocation = None,
     endpoint: Endpoint = None,
     transport: Transport = None,
+    emulator: UseEmulator = False,
+    emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
     as_json: AsJson = False,
 ) -> None:
     """Show a tuning job's trials: parameters, state, final metric; the best marked with *."""
-    backend, name = job_backend(job, project, location, endpoint, transport)
-    if "/hyperparameterTuningJobs/" not in name:
-        raise UsageError(
-            f"{name} is not a hyperparameter tuning job",
-            hint="pass the name submit printed for a template with a `tuning:` section",
-        )
-    found = backend.tuning(name)
+    at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    with open_job(job, at) as (backend, name):
+        found = backend.tuning_status(name)
     best = found.best
     if as_json:
         typer.echo(

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from vertexdist.errors import Problem
 
 FORMATS = ("text", "json", "github")
@@ -24,7 +26,7 @@ SHOWN_PER_FILE = 20
 def format_text(problem: Problem) -> str:
     """`FILE:LINE:COL: field.path: message` (warnings say so), then an indented hint."""
     where = f"{problem.path}: " if problem.path else ""
-    marker = "warning: " if problem.severity == "warning" else ""
+    marker = "" if problem.severity == "error" else f"{problem.severity}: "
     line = f"{problem.location()}: {where}{marker}{problem.message}"
     return line + (f"\n    hint: {problem.hint}" if problem.hint else "")
 
@@ -37,60 +39,94 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+_GITHUB_LEVELS = {"error": "error", "warning": "warning", "note": "notice"}
+
+
 def format_github(problem: Problem) -> str:
     """A GitHub Actions workflow annotation: `::error file=F,line=L,col=C,title=field.path::message`."""
     title = _escape_property(problem.path or "template")
     message = problem.message + (f"\nhint: {problem.hint}" if problem.hint else "")
     return (
-        f"::{problem.severity} file={_escape_property(problem.file)},line={problem.line},"
+        f"::{_GITHUB_LEVELS[problem.severity]} file={_escape_property(problem.file)},line={problem.line},"
         f"col={problem.col},title={title}::{_escape_data(message)}"
     )
 
 
+def _count(problems: list[Problem], severity: str) -> int:
+    return sum(p.severity == severity for p in problems)
+
+
 def _summary(files: int, problems: list[Problem]) -> str:
-    errors = sum(p.severity == "error" for p in problems)
-    warnings = len(problems) - errors
+    errors, warnings, notes = (_count(problems, s) for s in ("error", "warning", "note"))
     noun = "template" if files == 1 else "templates"
     counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    counts += f", {notes} note{'s' * (notes != 1)}" if notes else ""
     return f"{files} {noun} checked: {counts}"
 
 
+# A walk through a big tree may pass over many files; the line names a few.
+SKIPPED_NAMED = 5
+
+
+def _skipped_line(skipped: list[Path]) -> str:
+    shown = ", ".join(str(p) for p in skipped[:SKIPPED_NAMED])
+    more = f" and {len(skipped) - SKIPPED_NAMED} more" if len(skipped) > SKIPPED_NAMED else ""
+    files = (
+        "1 YAML file that is not a job template"
+        if len(skipped) == 1
+        else (f"{len(skipped)} YAML files that are not job templates")
+    )
+    return (
+        f"skipped {files} (few template fields at the top level): {shown}{more};"
+        " name a file to check it anyway"
+    )
+
+
 def validate(
-    paths: list[str] = typer.Argument(..., help="Template files, or folders searched for *.yaml / *.yml."),
+    paths: list[str] = typer.Argument(
+        ...,
+        help="Template files, or folders: their *.yaml / *.yml files that look like templates (mostly"
+        " template fields at the top level, or in a job_templates folder); hidden folders are not searched.",
+    ),
     output_format: str = typer.Option(
         "text", "--format", help="text, json or github (workflow annotations)."
     ),
 ) -> None:
     """Check job templates: fields, machine/accelerator fit, reduction servers, URIs, labels."""
     from vertexdist.errors import UsageError
-    from vertexdist.spec.loader import inspect_file, template_files
+    from vertexdist.spec.loader import find_templates, inspect_file
 
     if output_format not in FORMATS:
         raise UsageError(f"unknown --format {output_format!r}", hint=f"use one of {', '.join(FORMATS)}")
-    files = template_files(paths)
+    found = find_templates(paths)
+    files = found.files
     if not files:
         raise UsageError(
-            f"no templates (*.yaml, *.yml) under {', '.join(paths)}",
+            f"no templates (*.yaml, *.yml) under {', '.join(paths)}"
+            + (f"; {_skipped_line(found.skipped)}" if found.skipped else ""),
             hint="pass template files or their folders",
         )
     by_file = [(file, inspect_file(file)[1]) for file in files]
     problems = [problem for _file, found in by_file for problem in found]
     if output_format == "json":
-        errors = sum(p.severity == "error" for p in problems)
         report = {
             "files": [str(f) for f in files],
-            "errors": errors,
-            "warnings": len(problems) - errors,
+            "errors": _count(problems, "error"),
+            "warnings": _count(problems, "warning"),
+            "notes": _count(problems, "note"),
             "problems": [asdict(p) for p in problems],
+            "skipped": [str(f) for f in found.skipped],
         }
         print(json.dumps(report, indent=2))
     else:
         render_one = format_github if output_format == "github" else format_text
-        for file, found in by_file:
-            for problem in found[:SHOWN_PER_FILE]:
+        for file, in_file in by_file:
+            for problem in in_file[:SHOWN_PER_FILE]:
                 print(render_one(problem))
-            if len(found) > SHOWN_PER_FILE:
-                print(f"{file}: ... and {len(found) - SHOWN_PER_FILE} more problems")
+            if len(in_file) > SHOWN_PER_FILE:
+                print(f"{file}: ... and {len(in_file) - SHOWN_PER_FILE} more problems")
+        if found.skipped:
+            print(_skipped_line(found.skipped), file=sys.stderr)
         print(_summary(len(files), problems), file=sys.stderr)
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(1)

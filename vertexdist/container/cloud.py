@@ -14,16 +14,9 @@ from typing import Any
 
 from vertexdist.container.registry import no_credentials
 from vertexdist.errors import VertexdistError
+from vertexdist.wire.gcs_uri import parse_gs_uri
 
 _TERMINAL = {"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED"}
-
-
-def parse_gcs_uri(uri: str) -> tuple[str, str]:
-    """`gs://bucket/some/prefix` -> (`bucket`, `some/prefix`)."""
-    if not uri.startswith("gs://") or len(uri) <= len("gs://"):
-        raise VertexdistError(f"{uri!r} is not a gs:// URI", hint="write gs://BUCKET or gs://BUCKET/PREFIX")
-    bucket, _, prefix = uri[len("gs://") :].partition("/")
-    return bucket, prefix.strip("/")
 
 
 def join_object(prefix: str, *parts: str) -> str:
@@ -123,7 +116,8 @@ class CloudBuildRunner:
         self._log(f"Cloud Build {build.id} started: {build.log_url}")
         follower = None
         if build.logs_bucket:
-            bucket, prefix = parse_gcs_uri(build.logs_bucket)
+            logs = parse_gs_uri(build.logs_bucket)
+            bucket, prefix = logs.bucket, logs.prefix
             if self._storage is None:
                 self._storage = storage_client()
             follower = LogFollower(

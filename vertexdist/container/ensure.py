@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from vertexdist.container.cloud import join_object, parse_gcs_uri
+from vertexdist.container.cloud import join_object
 from vertexdist.container.cloudbuild import build_request, config_path_for, load_config
 from vertexdist.container.context import (
     DEFAULT_MAX_CONTEXT_BYTES,
@@ -29,6 +29,7 @@ from vertexdist.container.context import (
 from vertexdist.container.image import ImageRef, parse_repository
 from vertexdist.container.registry import ImageChecker
 from vertexdist.errors import UsageError, VertexdistError
+from vertexdist.wire.gcs_uri import parse_gs_uri
 
 if TYPE_CHECKING:
     from vertexdist.spec import JobTemplate
@@ -93,7 +94,8 @@ def plan_build(template: JobTemplate, *, max_context_bytes: int = DEFAULT_MAX_CO
     tag = image_tag(digest)
     repository = parse_repository(build.repository)
     image = ImageRef(repository, build.image, tag)
-    bucket, prefix = parse_gcs_uri(template.staging_bucket)
+    staging = parse_gs_uri(template.staging_bucket)
+    bucket, prefix = staging.bucket, staging.prefix
     context_object = join_object(prefix, "vertexdist", "build-contexts", f"{digest}.tar.gz")
     config_path = config_path_for(context.root)
     request = build_request(
@@ -177,7 +179,8 @@ def ensure_image(
                 from vertexdist.container.cloud import CloudBuildRunner
 
                 cloud = CloudBuildRunner(log=log)
-            bucket, object_name = parse_gcs_uri(plan.context_uri)
+            context = parse_gs_uri(plan.context_uri)
+            bucket, object_name = context.bucket, context.prefix
             uploaded = cloud.upload(tar_path, bucket, object_name)
             log(f"context {'uploaded to' if uploaded else 'already at'} {plan.context_uri}")
             cloud.run(plan.request)

@@ -1,7 +1,7 @@
 """How the emulator hands a CustomJob to something that runs its replicas.
 
 The emulator only needs start / poll / cancel / log files; `vertexdist.emulator.local_runner` adapts the
-local backend (`vertexdist.local`) to this, and tests can pass any runner with the same shape.
+local runtime (`vertexdist.local`) to this, and tests can pass any runner with the same shape.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from vertexdist.errors import VertexdistError
+from vertexdist.wire.gcs_uri import parse_gs_uri
 
 LOOPBACK = "127.0.0.1"
 
@@ -37,13 +38,6 @@ def check_port_free(port: int, flag: str) -> None:
                 f"port {port} on {LOOPBACK} is not available: {exc.strerror}",
                 hint=f"pick another {flag}, or 0 for any free port",
             ) from None
-
-
-def split_gs_uri(uri: str) -> tuple[str, str]:
-    if not uri.startswith("gs://") or "/" not in uri[5:]:
-        raise StorageError(f"{uri!r} is not a gs://BUCKET/OBJECT URI")
-    bucket, _, name = uri[5:].partition("/")
-    return bucket, name
 
 
 class StorageEmulator:
@@ -93,7 +87,8 @@ class StorageEmulator:
 
     def upload(self, source: Path, uri: str) -> bool:
         """Copy a local file to gs://BUCKET/OBJECT (media upload); False if the bucket does not exist."""
-        bucket, name = split_gs_uri(uri)
+        found = parse_gs_uri(uri, object_name=True)
+        bucket, name = found.bucket, found.name
         url = (
             f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o"
             f"?uploadType=media&name={quote(name, safe='')}"
@@ -120,7 +115,8 @@ class StorageEmulator:
 
     def download(self, uri: str, dest: Path) -> Path:
         """Copy gs://BUCKET/OBJECT to `dest` over the emulator's JSON API (media download)."""
-        bucket, name = split_gs_uri(uri)
+        found = parse_gs_uri(uri, object_name=True)
+        bucket, name = found.bucket, found.name
         path = f"/download/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}"
         url = f"{self.endpoint}{path}?alt=media"
         try:

@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 import time
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -32,10 +31,10 @@ from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
+from vertexdist.loopback_server import LOOPBACK, LoopbackServer
 from vertexdist.wire import shapes
 from vertexdist.wire.proto_json import encode_enums
 
-LOOPBACK = "127.0.0.1"
 _RESOURCE = re.compile(
     r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/(customJobs|trainingPipelines|hyperparameterTuningJobs)"
     r"(?:/([^/:]+))?(:cancel)?$"
@@ -243,8 +242,8 @@ class _Handler(BaseHTTPRequestHandler):
         raise ApiError(404, "NOT_FOUND", f"{verb} {path} is not a vertexdist emulator extension")
 
 
-class VertexHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+class VertexHTTPServer(LoopbackServer):
+    thread_name = "vertex-emulator-http"
 
     def __init__(
         self,
@@ -256,7 +255,7 @@ class VertexHTTPServer(ThreadingHTTPServer):
     ) -> None:
         # Loopback only: the emulator runs arbitrary commands it is sent, so it must never face a network.
         try:
-            super().__init__((LOOPBACK, port), _Handler)
+            super().__init__(port, _Handler)
         except OSError as exc:
             raise VertexdistError(
                 f"the Vertex API emulator cannot listen on {LOOPBACK}:{port}: {exc.strerror}",
@@ -268,23 +267,3 @@ class VertexHTTPServer(ThreadingHTTPServer):
         self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
         self.faults = FaultPlan()
         self.verbose = verbose
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self.server_address[1])
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.serve_forever, name="vertex-emulator-http", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self.server_close()

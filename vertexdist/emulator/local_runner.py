@@ -1,4 +1,5 @@
-"""The emulator's runner: each CustomJob runs through the local backend (`vertexdist.local`).
+"""The emulator's runner: each CustomJob runs on the local runtime (`vertexdist.local`), as a
+local-run job does.
 
 Python-package pools are fetched from the emulated bucket and pip-installed into a digest-keyed cache
 (`vertexdist.packaging.install_package`; their requirements into a job environment), then run as
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
 from vertexdist.local import JobContext, JobState, LocalJob, start_job
-from vertexdist.local.logs import last_lines
+from vertexdist.log_files import last_lines
 
 _STATES: dict[JobState, RunState] = {
     JobState.PENDING: "PENDING",

@@ -13,16 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vertexdist.backends.outputs import FolderOutputs, output_uri, split_gs_uri
+from vertexdist.backends.outputs import FolderOutputs, output_uri
 from vertexdist.emulator.gcs import StorageEmulator
+from vertexdist.wire.gcs_uri import is_gs_uri, parse_gs_uri
 
 
 def publish_outputs(storage: StorageEmulator, gcs_root: Path, spec: dict[str, Any]) -> list[str]:
     """Upload the job's output folder from `gcs_root` into `storage`; the object names uploaded."""
     uri = output_uri(spec)
-    if uri is None or not uri.startswith("gs://"):
+    if uri is None or not is_gs_uri(uri):
         return []
-    bucket, prefix = split_gs_uri(uri)
+    folder = parse_gs_uri(uri, what="the output folder")
+    bucket, prefix = folder.bucket, folder.prefix
     source = FolderOutputs(uri, gcs_root)
     if not prefix or not source.folder.is_dir():
         return []

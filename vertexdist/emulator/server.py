@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -17,6 +18,7 @@ from typing import IO, Any
 
 from vertexdist.emulator.execution import JobRunner
 from vertexdist.emulator.faults import FaultPlan
+from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.local_runner import LocalBackendRunner
@@ -25,10 +27,15 @@ from vertexdist.emulator.operations import Operations
 from vertexdist.emulator.output_sync import publish_outputs
 from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import EmulatorService
+from vertexdist.emulator.storage_mirror import STATE_FILE, StorageMirror
 from vertexdist.emulator.store import JobStore
 from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
+from vertexdist.local import gcs_mount
 from vertexdist.private_files import make_private_dir
+from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path
+
+_log = logging.getLogger(__name__)
 
 
 class DataDirInUse(VertexdistError):
@@ -40,7 +47,7 @@ def _lock_data_dir(data_dir: Path) -> IO[str]:
 
     Two emulators on one folder would each mark the other's running jobs FAILED on start.
     """
-    handle = open(data_dir / ".lock", "a+")  # noqa: SIM115 - held open until stop()
+    handle = open(data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held open until stop()
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -88,6 +95,8 @@ class Emulator:
             self.storage = StorageEmulator(
                 port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
             )
+            # What every job's replicas see at /gcs: the emulated Cloud Storage's objects, kept in step.
+            self.mirror = StorageMirror(self.storage, self.data_dir / "gcs", self.data_dir / STATE_FILE)
             if runner is None:
                 runner = self._local_runner = LocalBackendRunner(
                     package_cache=self.data_dir / "package-cache",
@@ -102,6 +111,7 @@ class Emulator:
                 fetch_package=self._fetch,
                 hold_get_s=hold_get_s,
                 publish_outputs=self._publish,
+                stage_inputs=self.mirror.pull,
             )
             self.service = service
             self.tuning = TuningService(service, work_dir=self.data_dir)
@@ -122,16 +132,19 @@ class Emulator:
         return self.storage.download(uri, folder / key / uri.rsplit("/", 1)[-1])
 
     def _publish(self, spec: dict[str, Any]) -> list[str]:
+        """What the job wrote through /gcs, as objects: everything it changed (`mirror.push`), its output
+        folder checked too."""
         assert self.data_dir is not None
+        self.mirror.push()
         return publish_outputs(self.storage, self.data_dir / "gcs", spec)
 
     def _publish_artifacts(self, uri: str) -> int:
         """What replicas wrote under gs://B/p through the local folder (VERTEXDIST_GCS_ROOT), uploaded to
         the storage emulator, where the SDK and storage clients look for a model's files."""
-        if not uri.startswith("gs://"):
+        if not is_gs_uri(uri):
             return 0
         assert self.data_dir is not None
-        return self.storage.publish_folder(self.data_dir / "gcs" / uri.removeprefix("gs://"), uri)
+        return self.storage.publish_folder(local_gs_path(uri, self.data_dir / "gcs"), uri)
 
     @property
     def faults(self) -> FaultPlan:
@@ -151,7 +164,13 @@ class Emulator:
             if self._local_runner is not None:
                 # Code in a job that uses google-cloud-storage reaches this emulator's, as on Vertex GCS.
                 self._local_runner.replica_env["STORAGE_EMULATOR_HOST"] = self.storage.endpoint
+                problem = gcs_mount.problem()
+                if problem is not None:  # said once, here; each job's replicas fail with it at /gcs
+                    _log.warning("warning: %s", problem)
             self.http.start()
+            if self._temp is None and self.data_dir is not None:
+                # So `vertexdist status ID --emulator` elsewhere reaches this one (emulator.folder).
+                write_endpoints(self.data_dir, Endpoints(self.http.endpoint, self.storage.endpoint))
         except BaseException:
             self.stop()
             raise
@@ -170,6 +189,8 @@ class Emulator:
             self._release()
 
     def _release(self) -> None:
+        if self._temp is None and self.data_dir is not None:
+            remove_endpoints(self.data_dir)
         self._lock.close()
         if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)

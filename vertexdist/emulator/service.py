@@ -81,9 +81,12 @@ class EmulatorService:
         fetch_package: Any,
         hold_get_s: float = 0.0,
         publish_outputs: Callable[[dict[str, Any]], object] | None = None,
+        stage_inputs: Callable[[], object] | None = None,
     ) -> None:
         self.store = store
         self._publish_outputs = publish_outputs
+        # Before a job starts: what its replicas read at /gcs made current (the emulated Cloud Storage's).
+        self._stage_inputs = stage_inputs
         self._runner = runner
         self._work_dir = Path(work_dir)
         self._fetch_package = fetch_package
@@ -303,6 +306,11 @@ class EmulatorService:
             self._finish_cancelled_before_start(job_name)
             return
         self._set_state(job_name, "JOB_STATE_PENDING", unless_cancelling=True)
+        if self._stage_inputs is not None:
+            try:
+                self._stage_inputs()
+            except Exception as exc:  # the job still runs; what it reads at /gcs may be stale
+                _log.warning("mirroring Cloud Storage for %s failed: %s", job_name, exc)
         job_dir = self._job_dir(job_name)
         trial = job.get(TRIAL_KEY) or {}
         request = LaunchRequest(

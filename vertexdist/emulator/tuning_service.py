@@ -19,7 +19,7 @@ from vertexdist.emulator import validation
 from vertexdist.emulator.service import ApiError, EmulatorService, parse_parent
 from vertexdist.emulator.store import JobStore, Resource, is_terminal, new_id
 from vertexdist.local.environment import hp_metric_file
-from vertexdist.tuning.driver import TrialEnd, TuningRun
+from vertexdist.tuning.driver import TrialEnd, TuningRun, metric_file_text
 from vertexdist.tuning.study import Study, TrialRecord
 from vertexdist.tuning.trials import trial_job_spec
 from vertexdist.wire.proto_json import now_rfc3339
@@ -54,10 +54,7 @@ class EmulatorTrial:
         return None
 
     def metrics_text(self) -> str:
-        try:
-            return self._metric_file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
+        return metric_file_text(self._metric_file)
 
     def stop(self) -> None:
         with contextlib.suppress(ApiError):  # it may have ended meanwhile

@@ -1,7 +1,7 @@
 """What Vertex refuses with 400 INVALID_ARGUMENT: each pool's machine through the very rules `validate` runs
 (`spec.machine_rules`), plus the request's own shape.
 
-Messages follow Vertex's wording where it is known (reference/vertex.md §6), e.g.
+Messages follow Vertex's wording where it is known (docs/reference/vertex.md §6), e.g.
 `Accelerator "NVIDIA_TESLA_K80" is not supported for machine type "n1-standard-4"`.
 """
 

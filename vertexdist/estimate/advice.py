@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from vertexdist.estimate import formulas
 from vertexdist.estimate.communication import CommEstimate
 from vertexdist.estimate.costs import CostEstimate, reducer_pool
 from vertexdist.estimate.units import format_seconds
-from vertexdist.spec.models import JobTemplate
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
 
 Level = Literal["warning", "info", "ok"]
 

@@ -7,9 +7,12 @@ is not known is left out and named in `unknown`; the all-reduce times then stay 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vertexdist.estimate import formulas, hardware
-from vertexdist.spec.models import JobTemplate
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
 
 
 @dataclass(frozen=True)

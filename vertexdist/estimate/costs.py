@@ -8,12 +8,15 @@ ceil(trials / parallel) rounds of the timeout (upper bounds: early stopping and 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from vertexdist.render import REDUCTION_SERVER_DISK
 from vertexdist.spec import catalog, prices
-from vertexdist.spec.models import JobTemplate
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
 
 VERTEX_DEFAULT_TIMEOUT_HOURS = 7 * 24
 
@@ -108,7 +111,7 @@ def _total(values: Iterable[float | None]) -> float | None:
 
 
 def _pool(
-    t: JobTemplate,
+    region: str,
     pool: int,
     role: str,
     machine_type: str,
@@ -117,11 +120,11 @@ def _pool(
     disk: tuple[str, int],
 ) -> PoolCost:
     missing: list[str] = []
-    price = prices.machine_price(machine_type, t.location)
+    price = prices.machine_price(machine_type, region)
     if price is None:
         where = prices.priced_regions(machine_type)
         missing.append(
-            f"no price for {machine_type} in {t.location} in the price table"
+            f"no price for {machine_type} in {region} in the price table"
             + (f" (priced in {', '.join(where[:4])}{', ...' if len(where) > 4 else ''})" if where else "")
         )
     accelerator_type, count = accelerator
@@ -130,9 +133,9 @@ def _pool(
             f"no price for {accelerator_type} attached to {machine_type}: the table prices built-in GPUs only"
         )
     disk_type, disk_gb = disk
-    per_gb_hour = prices.disk_price_per_gb_hour(disk_type, t.location)
+    per_gb_hour = prices.disk_price_per_gb_hour(disk_type, region)
     if per_gb_hour is None:
-        missing.append(f"no price for {disk_type} boot disks in {t.location}")
+        missing.append(f"no price for {disk_type} boot disks in {region}")
     if missing or price is None or per_gb_hour is None:
         return PoolCost(
             pool, role, machine_type, replicas, accelerator_type, count, None, None, tuple(missing)
@@ -148,16 +151,16 @@ def _pool(
 def reducer_pool(t: JobTemplate, count: int) -> PoolCost:
     """Pool 2 with `count` reduction servers of the template's reducer machine and Vertex's default disk."""
     disk = (str(REDUCTION_SERVER_DISK["bootDiskType"]), int(str(REDUCTION_SERVER_DISK["bootDiskSizeGb"])))
-    return _pool(t, 2, "reduction servers", t.reduction_server_machine_type, count, (None, 0), disk)
+    return _pool(t.location, 2, "reduction servers", t.reduction_server_machine_type, count, (None, 0), disk)
 
 
 def pool_costs(t: JobTemplate) -> tuple[PoolCost, ...]:
     """Pool 0 (the primary), pool 1 (the other workers), pool 2 (the reduction servers)."""
     gpus = (t.accelerator_type, t.accelerator_count)
     disk = (t.boot_disk_type, t.boot_disk_size_gb)
-    pools = [_pool(t, 0, "primary", t.machine_type, 1, gpus, disk)]
+    pools = [_pool(t.location, 0, "primary", t.machine_type, 1, gpus, disk)]
     if t.replica_count > 1:
-        pools.append(_pool(t, 1, "workers", t.machine_type, t.replica_count - 1, gpus, disk))
+        pools.append(_pool(t.location, 1, "workers", t.machine_type, t.replica_count - 1, gpus, disk))
     if t.reduction_server_count > 0:
         pools.append(reducer_pool(t, t.reduction_server_count))
     return tuple(pools)
@@ -183,3 +186,53 @@ def estimate_costs(t: JobTemplate, hours: float | None = None) -> CostEstimate:
         trials=t.tuning.max_trial_count if t.tuning else 1,
         parallel_trials=min(t.tuning.parallel_trial_count, t.tuning.max_trial_count) if t.tuning else 1,
     )
+
+
+# Vertex's boot disk when a pool's diskSpec names none (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/DiskSpec).
+DEFAULT_DISK = ("pd-ssd", 100)
+POOL_ROLES = ("primary", "workers", "reduction servers", "evaluators")
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def job_spec_costs(spec: Mapping[str, Any], region: str) -> CostEstimate:
+    """A submitted job's pools (its CustomJobSpec, camelCase) priced for `region`: what the job costs per
+    hour on Vertex, on its own scheduling strategy. `hours` is 0: the caller knows how long it ran."""
+    pools = []
+    raw_pools = spec.get("workerPoolSpecs")
+    for index, raw in enumerate(raw_pools if isinstance(raw_pools, list) else []):
+        if not isinstance(raw, Mapping) or _int(raw.get("replicaCount")) < 1:
+            continue
+        machine = raw.get("machineSpec") or {}
+        disk = raw.get("diskSpec") or {}
+        accelerator = str(machine.get("acceleratorType") or "")
+        pools.append(
+            _pool(
+                region,
+                index,
+                POOL_ROLES[index] if index < len(POOL_ROLES) else f"pool {index}",
+                str(machine.get("machineType") or ""),
+                _int(raw.get("replicaCount")),
+                (
+                    None if accelerator in ("", "ACCELERATOR_TYPE_UNSPECIFIED") else accelerator,
+                    _int(machine.get("acceleratorCount")),
+                ),
+                (
+                    str(disk.get("bootDiskType") or DEFAULT_DISK[0]),
+                    _int(disk.get("bootDiskSizeGb"), DEFAULT_DISK[1]) or DEFAULT_DISK[1],
+                ),
+            )
+        )
+    strategy = str((spec.get("scheduling") or {}).get("strategy") or "STANDARD")
+    return CostEstimate(pools=tuple(pools), region=region, strategy=strategy, hours=0.0, hours_from="the job")
+
+
+def cost_so_far(spec: Mapping[str, Any], region: str, seconds: float) -> float | None:
+    """What `seconds` of the job cost on Vertex at the price table's prices; None where a part is unpriced."""
+    per_hour = job_spec_costs(spec, region).per_hour
+    return None if per_hour is None else per_hour * max(0.0, seconds) / 3600

@@ -1,7 +1,7 @@
-"""The DDP step-time model of reference/perf-reliability.md §(b), as pure functions.
+"""The DDP step-time model of docs/reference/perf-reliability.md §(b), as pure functions.
 
 Units: bytes, seconds, bytes per second. Where each formula comes from:
-- Ring all-reduce, best case: t = 2(n-1)/n · S/B (NVIDIA/nccl-tests doc/PERFORMANCE.md).
+- Ring all-reduce, best case: t = 2(n-1)/n · S/B (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md).
 - Hierarchical all-reduce on rail-aligned NICs, lower bound: max(2(g-1)/g · S/B_nvl, 2(N-1)/N · S/B_node)
   (§(b) 2): the intra-node ring over NVLink or the inter-node ring over the node's network, the slower.
 - Reduction Server: each worker node sends S once and receives S once, so T ≈ S/B_node while the reducers'

@@ -1,6 +1,6 @@
 """Link speeds the step-time model needs, as data: NVLink per GPU, and what a node's GPUs send between nodes.
 
-Sources (reference/perf-reliability.md §(a) unless noted):
+Sources (docs/reference/perf-reliability.md §(a) unless noted):
 - NVLink, one direction per GPU: A100 600 GB/s bidirectional, so 300 each way (NVIDIA HGX A100 blog);
   H100/H200 SXM 900 GB/s, so 450 (glennklockwood.com/garden/processors/h100); B200/GB200 NVLink 5, 1.8 TB/s,
   so 900 (NVIDIA's HGX B200 page; not in the reference, not re-checked here). L4 and RTX PRO 6000 have no

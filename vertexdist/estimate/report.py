@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertexdist.estimate.advice import Advice, advise
 from vertexdist.estimate.communication import CommEstimate, estimate_communication
 from vertexdist.estimate.costs import CostEstimate, estimate_costs
 from vertexdist.estimate.memory import STRATEGIES, MemoryPlan, memory_advice, usable_strategies
 from vertexdist.spec import prices
-from vertexdist.spec.models import JobTemplate
+from vertexdist.spec.prices_data import PRICES_READ_ON, PRICES_SOURCE_URL
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,7 @@ def to_json(e: Estimate) -> dict[str, Any]:
         "advice": [{"level": a.level, "message": a.message} for a in e.advice],
         "prices": {
             "basis": prices.BASIS,
-            "source": prices.PRICES_SOURCE_URL,
-            "read_on": prices.PRICES_READ_ON,
+            "source": PRICES_SOURCE_URL,
+            "read_on": PRICES_READ_ON,
         },
     }

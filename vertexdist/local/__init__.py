@@ -1,5 +1,6 @@
-"""The local backend's parts: a Vertex CustomJob's replicas as local processes (or containers), each with the
-environment Vertex sets. `vertexdist.backends.local.LocalBackend` puts them behind the Backend interface.
+"""The local runtime: a Vertex CustomJob's replicas as local processes (or containers), each with the
+environment Vertex sets. The local backend (`vertexdist.backends.local`) puts it behind the Backend
+interface, and the emulator runs its jobs on it (`vertexdist.emulator.local_runner`).
 
 `start_job(spec, ctx, ...)` runs a CustomJobSpec dict (the emulator's way in); `LocalJob` exposes state,
 cancel, wait and log files. Light at import time: no torch, no Google Cloud libraries.

@@ -2,9 +2,10 @@
 
 The replicas share one user-defined bridge network named after the job, where each container's host name is
 its replica name (`workerpool0-0`), so CLUSTER_SPEC, TF_CONFIG and MASTER_ADDR name `workerpoolP-I:2222` as
-on Vertex (reference/vertex.md §1). The run folder's `gcs/` is mounted at `/vertexdist/gcs`, where the
-replicas' VERTEXDIST_GCS_ROOT points. Reduction-server replicas run the local stand-in inside the job's
-image (the real reduction-server image needs GPUs and Google's NCCL plugin), so their host names resolve.
+on Vertex (docs/reference/vertex.md §1). The run folder's `gcs/` is mounted at `/gcs`, where Vertex mounts
+every bucket, and at `/vertexdist/gcs`, where the replicas' VERTEXDIST_GCS_ROOT points. Reduction-server
+replicas run the local stand-in inside the job's image (the real reduction-server image needs GPUs and
+Google's NCCL plugin), so their host names resolve.
 
 `docker_job_plan` is pure (what `--plan --docker` prints, no daemon needed); `DockerSetup` holds the edges
 the runner calls around the plan: build the image unless its tag is present and create the network while
@@ -35,6 +36,7 @@ from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, STANDIN_CODE, LaunchPlan
 from vertexdist.wire.job_spec import JobSpec
 
 CONTAINER_GCS_ROOT = "/vertexdist/gcs"
+GCS_MOUNT = "/gcs"
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,8 @@ def docker_job_plan(
             command=command or None,
             args=args,
             gpus=docker_gpus_value(devices) if devices else None,
-            mounts=[(ctx.gcs_root, CONTAINER_GCS_ROOT)],
+            # Where VERTEXDIST_GCS_ROOT points, and where Vertex's Cloud Storage FUSE is: /gcs/BUCKET/...
+            mounts=[(ctx.gcs_root, CONTAINER_GCS_ROOT), (ctx.gcs_root, GCS_MOUNT)],
             docker=docker,
             init=True,
             env_from_client=True,
@@ -140,7 +143,7 @@ def docker_job_plan(
     return DockerJobPlan(
         image_uri=image_uri,
         network=network,
-        launch=replace(inside, replicas=tuple(launches)),
+        launch=replace(inside, replicas=tuple(launches), gcs_root=None),  # each container mounts it
         setup=(tuple(docker_network_create_argv(network, docker=docker)),),
         teardown=(tuple(docker_network_rm_argv(network, docker=docker)),),
     )

@@ -1,4 +1,6 @@
-"""The environment Vertex gives each replica, as a pure function of the typed job (reference/vertex.md §1).
+"""The environment Vertex gives each replica, as a pure function of the typed job.
+
+What Vertex sets: docs/reference/vertex.md §1.
 
 Per replica: CLUSTER_SPEC (every pool, this replica's task), TF_CONFIG (distributed jobs only;
 chief/worker/ps, never evaluator), MASTER_ADDR/MASTER_PORT/WORLD_SIZE (= nodes, pools 0+1) and RANK
@@ -97,7 +99,7 @@ def cluster_addresses(job: JobSpec, ports: Sequence[int], host: str = LOOPBACK) 
 
 
 # Vertex gives every replica its own VM and names it `workerpoolP-I:2222` in CLUSTER_SPEC
-# (reference/vertex.md §1); containers on one user-defined network can do the same.
+# (docs/reference/vertex.md §1); containers on one user-defined network can do the same.
 VERTEX_CLUSTER_PORT = 2222
 
 

@@ -18,11 +18,13 @@ from typing import Any
 
 from vertexdist.errors import VertexdistError
 from vertexdist.local.environment import JobContext
+from vertexdist.local.events import recorder
 from vertexdist.local.job_services import JobServices, replica_base_env
 from vertexdist.local.metadata_server import JobIdentity
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, LaunchPlan
 from vertexdist.local.request import LocalRequest, build_request
 from vertexdist.local.runner import DEFAULT_GRACE_S, DEFAULT_SETTLE_S, JobEvent, LocalJob
+from vertexdist.wire.gcs_uri import local_gs_path
 from vertexdist.wire.job_spec import JobSpec, parse_job_spec
 
 FetchPackage = Callable[[str], Path]
@@ -86,7 +88,8 @@ def schedule(
 
     return LocalJob(
         lambda: _ready(request, install or _default_install, services),
-        on_event=on_event,
+        # The run folder keeps every state change, for views in other processes (`vertexdist ui`).
+        on_event=recorder(request.run_dir, on_event),
         on_finish=finish,
         grace_s=grace_s,
         settle_s=settle_s,
@@ -104,7 +107,7 @@ def _stage_gcs_inputs(job: JobSpec, gcs_root: Path, fetch_object: FetchObject | 
     words = [w for p in job.pools if p.kind == "container" for w in (*p.command, *p.args)]
     for uri in gcs_objects(words):
         with contextlib.suppress(VertexdistError):  # an output path, or a folder: nothing to stage
-            fetch_object(uri, gcs_root / uri.removeprefix("gs://"))
+            fetch_object(uri, local_gs_path(uri, gcs_root))
 
 
 def _isolate_containers(request: LocalRequest, fetch_object: FetchObject | None, python: str) -> LaunchPlan:

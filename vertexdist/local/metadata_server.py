@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-LOOPBACK = "127.0.0.1"
+from vertexdist.loopback_server import LoopbackServer
+
 _ROOT = "/computeMetadata/v1/"
 TOKEN_LIFETIME_S = 3599
 DEFAULT_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
@@ -110,32 +110,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class MetadataServer(ThreadingHTTPServer):
+class MetadataServer(LoopbackServer):
     """One job's metadata server on 127.0.0.1 (any free port); `env()` points its replicas at it."""
 
-    daemon_threads = True
+    thread_name = "metadata-server"
 
     def __init__(self, identity: JobIdentity) -> None:
-        super().__init__((LOOPBACK, 0), _Handler)
+        super().__init__(0, _Handler)
         self.identity = identity
-        self._thread: threading.Thread | None = None
-
-    @property
-    def address(self) -> str:
-        return f"{LOOPBACK}:{self.server_address[1]}"
 
     def env(self) -> dict[str, str]:
         """google-auth's variables for this server; NO_GCE_CHECK is turned off, or it would never look."""
         return {"GCE_METADATA_HOST": self.address, "GCE_METADATA_IP": self.address, "NO_GCE_CHECK": "false"}
-
-    def start(self) -> MetadataServer:
-        self._thread = threading.Thread(target=self.serve_forever, name="metadata-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self.server_close()

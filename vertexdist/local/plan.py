@@ -86,6 +86,9 @@ class LaunchPlan:
     replicas: tuple[ReplicaLaunch, ...]
     timeout_s: float | None
     max_restarts: int
+    # The job's gs:// folder, which its replicas see at /gcs (`gcs_mount`); None where the launcher binds it
+    # itself (`--docker` and the emulator's containers mount it into each container).
+    gcs_root: Path | None = None
 
     def replica(self, name: str) -> ReplicaLaunch:
         return next(r for r in self.replicas if r.name == name)
@@ -172,4 +175,5 @@ def build_plan(
         replicas=tuple(launches),
         timeout_s=job.timeout_s,
         max_restarts=restarts,
+        gcs_root=Path(ctx.gcs_root),
     )

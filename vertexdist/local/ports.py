@@ -1,4 +1,4 @@
-"""Free loopback ports for the replicas of a local job, one per replica (reference/vertex.md §1.1).
+"""Free loopback ports for the replicas of a local job, one per replica (docs/reference/vertex.md §1.1).
 
 The kernel picks each port (bind to :0), so it is free now; a claim file per port, owned by this process,
 keeps a second local-run of the same user from picking it until this job ends. The claims live in the
@@ -14,9 +14,8 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+from vertexdist.loopback_server import LOOPBACK
 from vertexdist.user_temp import user_temp_dir
-
-LOOPBACK = "127.0.0.1"
 
 
 def _claims_dir() -> Path:

@@ -18,7 +18,10 @@
   code); only those the job ended are STOPPED.
 - A supervisor that dies (SIGKILL included) takes the job down with it: a `Watchdog` process per job stops
   every process group the job registered, and every process carrying the job's token, within 10 s.
-- States use Vertex's names (reference/vertex.md §4.4: JobState).
+- States use Vertex's names (docs/reference/vertex.md §4.4: JobState).
+- Every replica sees the job's gs:// folder (`plan.gcs_root`) at `/gcs`, as Vertex's do through Cloud Storage
+  FUSE, in a mount namespace of its own (`local.gcs_mount`); where that cannot be, the job says why once, as
+  it starts, and a replica's Python code that touches /gcs fails with that reason.
 
 `LocalJob` is a library API (the emulator uses it): start, read state, cancel, wait, find log files.
 """
@@ -34,17 +37,25 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from enum import Enum
 from pathlib import Path
 
+from vertexdist.backends.base import (
+    JobError,
+    JobEvent,
+    JobResult,
+    JobState,
+    ReplicaState,
+    ReplicaStatus,
+)
 from vertexdist.errors import VertexdistError
+from vertexdist.local import gcs_mount
 from vertexdist.local.blame import RESTART_MARK, Failure, first_failure, needs_cause
 from vertexdist.local.environment import child_environment
 from vertexdist.local.log_capture import LogCapture
-from vertexdist.local.logs import last_lines
 from vertexdist.local.plan import LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
 from vertexdist.local.watchdog import TOKEN_VARIABLE, Watchdog, job_processes
+from vertexdist.log_files import last_lines
 from vertexdist.private_files import make_private_dir, open_private
 
 DEFAULT_GRACE_S = 5.0
@@ -60,70 +71,11 @@ BLAME_WINDOW_S = 0.5
 CAUSE_WAIT_S = 3.0
 
 
-class JobState(str, Enum):
-    PENDING = "JOB_STATE_PENDING"
-    RUNNING = "JOB_STATE_RUNNING"
-    SUCCEEDED = "JOB_STATE_SUCCEEDED"
-    FAILED = "JOB_STATE_FAILED"
-    CANCELLING = "JOB_STATE_CANCELLING"
-    CANCELLED = "JOB_STATE_CANCELLED"
-
-    @property
-    def done(self) -> bool:
-        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
-
-
-class ReplicaState(str, Enum):
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"  # ended by the job (another replica failed, job done, cancel, timeout)
-
-
 # google.rpc.Code values, as Vertex reports them in `job.error.code`.
 CODE_CANCELLED = 1
 CODE_INVALID_ARGUMENT = 3
 CODE_DEADLINE_EXCEEDED = 4
 CODE_INTERNAL = 13
-
-
-@dataclass(frozen=True)
-class JobError:
-    code: int
-    message: str
-    replica: str | None = None
-    exit_code: int | None = None
-
-
-@dataclass(frozen=True)
-class ReplicaStatus:
-    name: str
-    state: ReplicaState
-    log_path: Path
-    pid: int | None = None
-    exit_code: int | None = None
-    attempt: int = 0
-
-
-@dataclass(frozen=True)
-class JobEvent:
-    """One state change: of the job (`replica` is None) or of one replica."""
-
-    time: float
-    job_state: JobState
-    replica: ReplicaStatus | None = None
-    message: str = ""
-    error: JobError | None = None
-
-
-@dataclass(frozen=True)
-class JobResult:
-    state: JobState
-    error: JobError | None
-    replicas: tuple[ReplicaStatus, ...]
-    restarts: int
-    elapsed_s: float
 
 
 def describe_exit(code: int) -> str:
@@ -244,6 +196,8 @@ class LocalJob:
         self._live: dict[str, _Running] = {}  # the current attempt's processes
         self._live_events: queue.Queue[str] = queue.Queue()  # where their exits are reported
         self._watchdog: Watchdog | None = None
+        self._gcs_mapped = False  # replicas start behind gcs_namespace (set once the plan is ready)
+        self._gcs_problem: str | None = None  # why /gcs cannot be mapped here, if it cannot
         if self.plan is not None:
             self._init_replicas(self.plan)
 
@@ -378,6 +332,7 @@ class LocalJob:
         for replica in plan.replicas:
             make_private_dir(replica.cwd)
             make_private_dir(replica.log_path.parent)
+        self._prepare_gcs(plan)
         self._watchdog = Watchdog.start(grace_s=self._grace_s, label=f"job {plan.job_id}")
         for replica in plan.replicas:
             if replica.stop_argv:
@@ -398,16 +353,40 @@ class LocalJob:
             self._set_job(outcome.state, error=outcome.error)
             return
 
+    def _prepare_gcs(self, plan: LaunchPlan) -> None:
+        """Whether replicas get /gcs; if they cannot, the job says why, once, before any starts."""
+        if plan.gcs_root is None:
+            return
+        plan.gcs_root.mkdir(parents=True, exist_ok=True)  # what /gcs is bound to must exist
+        self._gcs_problem = gcs_mount.problem()
+        if self._gcs_problem is None:
+            make_private_dir(gcs_mount.stage_dir(plan.run_dir))
+            self._gcs_mapped = True
+        else:
+            self._set_job(JobState.PENDING, message=f"warning: {self._gcs_problem}")
+
+    def _replica_command(self, launch: ReplicaLaunch) -> tuple[tuple[str, ...], dict[str, str]]:
+        """The replica's argv and its variables, behind the /gcs mapping (or its guard)."""
+        assert self._watchdog is not None
+        env = {**launch.env, TOKEN_VARIABLE: self._watchdog.token}
+        plan = self.plan
+        if self._gcs_mapped and plan is not None and plan.gcs_root is not None:
+            return gcs_mount.launch_argv(launch.argv, plan.gcs_root, plan.run_dir), env
+        if self._gcs_problem is not None:
+            return tuple(launch.argv), gcs_mount.guard_env(env, self._gcs_problem)
+        return tuple(launch.argv), env
+
     def _start_replica(self, launch: ReplicaLaunch, attempt: int, events: queue.Queue[str]) -> _Running:
         assert self._watchdog is not None
-        env = child_environment(self._base_env, {**launch.env, TOKEN_VARIABLE: self._watchdog.token})
+        argv, replica_env = self._replica_command(launch)
+        env = child_environment(self._base_env, replica_env)
         with open(open_private(launch.log_path, os.O_WRONLY | os.O_APPEND), "ab") as log:
             capture = LogCapture(launch.log_path)  # stderr told apart from stdout: see local.log_capture
             if attempt:
                 capture.note(f"{RESTART_MARK} {attempt} -----")
             try:
                 proc = subprocess.Popen(
-                    list(launch.argv),
+                    list(argv),
                     env=env,
                     cwd=launch.cwd,
                     stdin=subprocess.DEVNULL,

@@ -9,7 +9,7 @@ its ENTRYPOINT, as on Vertex.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from vertexdist.container.docker import docker_daemon_answers, docker_image_exists_locally
@@ -20,7 +20,6 @@ from vertexdist.local.plan import DEFAULT_MAX_RESTARTS
 from vertexdist.local.request import LocalRequest
 from vertexdist.wire.job_spec import JobSpec
 
-GCS_MOUNT = "/gcs"
 RUNTIMES = ("docker", "podman")
 
 
@@ -39,9 +38,9 @@ def runs_in_runtime(job: JobSpec) -> bool:
 def runtime_job_plan(
     job: JobSpec, ctx: JobContext, run_dir: Path, runtime: str, max_restarts: int = DEFAULT_MAX_RESTARTS
 ) -> DockerJobPlan:
-    """`docker_job_plan` with `/gcs` mounted too (pure)."""
+    """`docker_job_plan` of the pools' own images, `/gcs` mounted as there (pure)."""
     image = next(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri)
-    plan = docker_job_plan(
+    return docker_job_plan(
         job,
         ctx,
         image_uri=image,
@@ -49,9 +48,6 @@ def runtime_job_plan(
         max_restarts=max_restarts,
         docker=runtime,  # and the image's own user, as on Vertex (`pip install --user` needs its HOME)
     )
-    mount = ["--volume", f"{ctx.gcs_root}:{GCS_MOUNT}"]
-    replicas = tuple(replace(r, argv=(*r.argv[:2], *mount, *r.argv[2:])) for r in plan.launch.replicas)
-    return replace(plan, launch=replace(plan.launch, replicas=replicas))
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 
 from vertexdist.spec.catalog_data import (
     ACCELERATORS,
@@ -64,16 +65,30 @@ def known_region(name: str) -> bool:
 
 
 def _tokens(name: str) -> set[str]:
-    return set(re.split(r"[_\-.]+", name.upper())) - {""}
+    return set(re.split(r"[_\-.\s]+", name.upper())) - {""}
 
 
-def close_matches(value: str, choices: list[str] | tuple[str, ...], n: int = 2) -> list[str]:
+# A part that many names share (NVIDIA, TESLA) says little about which one is meant.
+_COMMON_SHARE = 0.25
+
+
+def close_matches(
+    value: str, choices: list[str] | tuple[str, ...], n: int = 2, described: Mapping[str, str] | None = None
+) -> list[str]:
     """Known names close to a misspelt one, best first: names holding every part of the value
-    (NVIDIA_A100 -> NVIDIA_A100_80GB, NVIDIA_TESLA_A100), shortest first, then difflib's closest."""
+    (NVIDIA_A100 -> NVIDIA_A100_80GB, NVIDIA_TESLA_A100), then names holding its distinctive parts, those
+    few names share (NVIDIA_TESLA_L4 -> NVIDIA_L4), shortest first; difflib's closest only when neither.
+    `described` adds each name's description to its parts (NVIDIA_TESLA_A100: "NVIDIA A100 40GB")."""
     parts = _tokens(value)
-    holding = [c for c in choices if parts and (value.upper() in c.upper() or parts <= _tokens(c))]
-    similar = difflib.get_close_matches(value, list(choices), n=n, cutoff=0.6)
-    return list(dict.fromkeys(sorted(holding, key=lambda c: (len(c), c)) + similar))[:n]
+    held = {c: _tokens(c) | _tokens((described or {}).get(c, "")) for c in choices}
+    holding = [c for c in choices if parts and (value.upper() in c.upper() or parts <= held[c])]
+    share = {p: sum(p in tokens for tokens in held.values()) / max(1, len(choices)) for p in parts}
+    distinctive = {p for p in parts if share[p] < _COMMON_SHARE}
+    sharing = [c for c in choices if distinctive and distinctive <= held[c]]
+    found = list(dict.fromkeys(sorted(holding, key=lambda c: (len(c), c)) + sorted(sharing, key=len)))
+    if not found:
+        found = difflib.get_close_matches(value, list(choices), n=n, cutoff=0.6)
+    return found[:n]
 
 
 def close_match(value: str, choices: list[str] | tuple[str, ...]) -> str | None:
@@ -82,9 +97,11 @@ def close_match(value: str, choices: list[str] | tuple[str, ...]) -> str | None:
     return matches[0] if matches else None
 
 
-def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
+def did_you_mean(
+    value: str, choices: list[str] | tuple[str, ...], described: Mapping[str, str] | None = None
+) -> str:
     """`did you mean 'A' or 'B'?`, or empty when nothing is close."""
-    matches = close_matches(value, choices)
+    matches = close_matches(value, choices, described=described)
     return f"did you mean {' or '.join(repr(m) for m in matches)}?" if matches else ""
 
 

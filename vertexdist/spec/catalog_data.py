@@ -1,6 +1,6 @@
 """The Vertex AI training machine catalog, as data. Lookups live in `vertexdist.spec.catalog`.
 
-Sources (checked against google-cloud-aiplatform 2.7.0 and the docs snapshot in reference/vertex.md §3):
+Sources (checked against google-cloud-aiplatform 2.7.0 and the docs snapshot in docs/reference/vertex.md §3):
 - Machine types and the accelerator counts each takes:
   https://cloud.google.com/vertex-ai/docs/training/configure-compute#gpu-compatibility-table
 - Accelerator enum names: google.cloud.aiplatform_v1.types.AcceleratorType
@@ -212,7 +212,7 @@ REGIONS: tuple[str, ...] = (
     "me-central1", "me-central2", "me-west1", "africa-south1",
 )  # fmt: skip
 
-# Prebuilt Vertex training images (reference/vertex.md §3.3); only `:latest` is supported.
+# Prebuilt Vertex training images (docs/reference/vertex.md §3.3); only `:latest` is supported.
 DEFAULT_CONTAINER_URI = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 DEFAULT_REDUCTION_SERVER_CONTAINER_URI = (
     "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"

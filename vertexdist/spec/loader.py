@@ -10,15 +10,20 @@ import errno
 import os
 import re
 import reprlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from vertexdist.errors import Problem, TemplateError, UsageError
-from vertexdist.spec import limits
+from vertexdist.sizes import human_size
+from vertexdist.spec import limits, partial
+from vertexdist.spec.findings import Finding
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
-from vertexdist.spec.rules import check_template
+from vertexdist.spec.recovery import FallbackSpec, RecoverySpec
+from vertexdist.spec.rules import RULES, check_template
 from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 from vertexdist.spec.yaml_source import Loc, SourceMap, YamlSourceError, load_yaml_mapping
 
@@ -67,13 +72,20 @@ def _dotted(loc: Loc) -> str:
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
     """The model whose fields the mapping at `loc` holds (for did-you-mean on unknown keys)."""
-    nested: dict[str, type[BaseModel]] = {"trainer": TrainerSpec, "build": BuildSpec, "tuning": TuningSpec}
+    nested: dict[str, type[BaseModel]] = {
+        "trainer": TrainerSpec,
+        "build": BuildSpec,
+        "tuning": TuningSpec,
+        "recovery": RecoverySpec,
+    }
     if not loc:
         return JobTemplate
     if len(loc) == 1 and isinstance(loc[0], str):
         return nested.get(loc[0])
     if len(loc) == 3 and loc[:2] == ("tuning", "parameter_spec"):
         return ParameterSpec
+    if len(loc) == 3 and loc[:2] == ("recovery", "fallback"):
+        return FallbackSpec
     return None
 
 
@@ -101,6 +113,32 @@ def _unknown_key_hint(loc: Loc) -> str:
     return "known fields here: " + ", ".join(fields)
 
 
+# Words of other tools for a choice of ours (SDK spellings, Python type names, abbreviations).
+_WORD_ALIASES = {
+    "float": "double",
+    "real": "double",
+    "number": "double",
+    "int": "integer",
+    "choice": "categorical",
+    "str": "categorical",
+    "string": "categorical",
+    "maximise": "maximize",
+    "minimise": "minimize",
+}
+
+
+def _closest_word(value: str, accepted: list[str]) -> str | None:
+    """The accepted word meant by `value`: an alias, the only word it begins, or the closest spelling."""
+    word = value.strip().lower()
+    if _WORD_ALIASES.get(word) in accepted:
+        return _WORD_ALIASES[word]
+    starting = [a for a in accepted if len(word) >= 2 and a.lower().startswith(word)]
+    if len(starting) == 1:
+        return starting[0]
+    close = difflib.get_close_matches(word, accepted, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def _translate(error: Any) -> tuple[str, str | None]:
     """A pydantic error as (message, hint) in the words of a template author."""
     kind = error["type"]
@@ -112,6 +150,9 @@ def _translate(error: Any) -> tuple[str, str | None]:
         return f"unknown field {str(loc[-1])!r}", _unknown_key_hint(loc)
     if kind == "missing":
         return f"required field {str(loc[-1])!r} is missing", field_hint
+    if kind == "path_not_found":
+        context = error.get("ctx") or {}
+        return str(context.get("message", error["msg"])), context.get("hint") or field_hint
     if kind == "value_error":
         message = str(error["msg"]).removeprefix("Value error, ")
         return message, field_hint
@@ -133,10 +174,10 @@ def _translate(error: Any) -> tuple[str, str | None]:
             str(c) for c in (error.get("ctx") or {}).get("expected", "").replace("'", "").split(" or ")
         ]
         accepted = [c.strip() for part in accepted for c in part.split(",") if c.strip()]
-        close = difflib.get_close_matches(str(value), accepted, n=1, cutoff=0.6)
+        close = _closest_word(str(value), accepted)
         return (
             f"{shown} is not one of {', '.join(accepted)}",
-            f"did you mean `{close[0]}`?" if close else field_hint,
+            f"did you mean `{close}`?" if close else field_hint,
         )
     if kind in ("list_type",):
         return (
@@ -178,7 +219,7 @@ def _read_template(path: Path) -> str:
     with path.open("rb") as handle:
         data = handle.read(limits.TEMPLATE_FILE_BYTES + 1)
     if len(data) > limits.TEMPLATE_FILE_BYTES:
-        raise _TooLarge(f"the file is over {limits.human_size(limits.TEMPLATE_FILE_BYTES)}; not read")
+        raise _TooLarge(f"the file is over {human_size(limits.TEMPLATE_FILE_BYTES)}; not read")
     return data.decode("utf-8")
 
 
@@ -224,28 +265,48 @@ def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
     try:
         template = JobTemplate.model_validate(data, context=context)
     except ValidationError as exc:
-        problems = _problems_from_validation(exc, file, source)
-        # Typos in key names are the commonest mistake; the rest of the template still deserves its checks.
-        if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in exc.errors()):
-            unknown = {e["loc"][0] for e in exc.errors()}
-            try:
-                known_only = JobTemplate.model_validate(
-                    {k: v for k, v in data.items() if k not in unknown}, context=context
-                )
-            except ValidationError:
-                pass
-            else:
-                problems += _rule_problems(known_only, file, source)
-        return None, sorted(problems, key=lambda p: (p.line, p.col))
+        return None, _problems_of_a_broken_template(exc, data, context, file, source)
     template._source_path = Path(path).resolve()
-    problems = _rule_problems(template, file, source)
+    problems = _rule_problems(check_template(template), file, source)
     has_errors = any(p.severity == "error" for p in problems)
     return (None if has_errors else template), problems
 
 
-def _rule_problems(template: JobTemplate, file: str, source: SourceMap) -> list[Problem]:
+# Setting failed parts aside can reach checks that did not run (a model's own check after its fields'):
+# a few rounds find those; each sets more aside, so it ends.
+_ROUNDS = 4
+
+
+def _problems_of_a_broken_template(
+    exc: ValidationError, data: dict[str, Any], context: dict[str, Any], file: str, source: SourceMap
+) -> list[Problem]:
+    """The field errors, those found once they are set aside, and the rules that do not need them."""
+    problems = _problems_from_validation(exc, file, source)
+    errors = exc.errors(include_url=False)
+    unreadable: set[Loc] = set()
+    for _round in range(_ROUNDS):
+        aside = partial.set_aside(JobTemplate, data, errors)
+        if aside is None:
+            break
+        data, newly = aside
+        unreadable |= newly
+        try:
+            rest = JobTemplate.model_validate(data, context=context)
+        except ValidationError as again:
+            seen = {(p.path, p.message) for p in problems}
+            problems += [
+                p for p in _problems_from_validation(again, file, source) if (p.path, p.message) not in seen
+            ]
+            errors = again.errors(include_url=False)
+            continue
+        problems += _rule_problems(partial.run_rules(RULES, rest, unreadable), file, source)
+        break
+    return sorted(problems, key=lambda p: (p.line, p.col))
+
+
+def _rule_problems(findings: list[Finding], file: str, source: SourceMap) -> list[Problem]:
     problems = []
-    for finding in check_template(template):
+    for finding in findings:
         pos = source.find(_loc_of(finding.path), prefer_key=finding.on_key)
         problems.append(
             Problem(file, pos.line, pos.col, finding.path, finding.message, finding.hint, finding.severity)
@@ -272,19 +333,63 @@ def load_template(path: str | Path) -> JobTemplate:
     return template
 
 
-def template_files(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> list[Path]:
-    """Template files under `paths` (folders searched for *.yaml, *.yml); a missing path is a usage error."""
+# In a folder walk, a YAML file is taken for a template when at least this share of its top-level keys are
+# template fields (a template with a typo or two still is; cloudbuild.yaml, mkdocs.yml, CI files are not).
+_TEMPLATE_KEY_SHARE = 0.5
+# A folder of this name holds templates only: every YAML file in it is checked, whatever it holds.
+TEMPLATE_FOLDER = "job_templates"
+
+
+@dataclass(frozen=True)
+class FoundTemplates:
+    """The template files under some paths, and the YAML files a folder walk passed over as no templates."""
+
+    files: list[Path]
+    skipped: list[Path]
+
+
+def looks_like_a_template(path: Path) -> bool:
+    """Whether a YAML file met in a folder walk is a job template: its top level names template fields
+    (half of its keys at least), it sits in a `job_templates` folder, or it cannot be read as YAML (so a
+    broken template is reported, never passed over)."""
+    if TEMPLATE_FOLDER in path.parts[:-1]:
+        return True
+    try:
+        data, _source = load_yaml_mapping(
+            _read_template(path), max_values=limits.YAML_VALUES, max_depth=limits.YAML_DEPTH
+        )
+    except YamlSourceError as exc:
+        return "top level must be a mapping" not in exc.message
+    except (OSError, UnicodeDecodeError, _TooLarge):
+        return True
+    fields = JobTemplate.model_fields
+    return sum(key in fields for key in data) >= _TEMPLATE_KEY_SHARE * len(data)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """YAML files under `folder`, hidden folders (.git, .venv, .vertexdist) not searched; a link named like
+    a template that leads nowhere is kept (reading it reports why)."""
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in names:
+            path = Path(root) / name
+            if path.suffix in TEMPLATE_SUFFIXES and (path.is_file() or broken_link(path) is not None):
+                yield path
+
+
+def find_templates(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> FoundTemplates:
+    """Template files under `paths`: each file named, and the YAML files of each folder that look like
+    templates (`looks_like_a_template`); a missing path is a usage error."""
     files: list[Path] = []
+    skipped: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            # A link named like a template that leads nowhere is kept: reading it reports why.
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix in TEMPLATE_SUFFIXES and (p.is_file() or broken_link(p) is not None)
-            )
-            files.extend(found)
+            for found in sorted(_walk(path)):
+                if broken_link(found) is not None or looks_like_a_template(found):
+                    files.append(found)
+                else:
+                    skipped.append(found)
         elif path.is_file():
             files.append(path)
         else:
@@ -293,7 +398,12 @@ def template_files(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> li
                 f"{raw}: {broken or 'no such file or folder'}",
                 hint="pass template files or folders that hold them",
             )
-    return files
+    return FoundTemplates(files, skipped)
+
+
+def template_files(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> list[Path]:
+    """Template files under `paths` (see `find_templates`)."""
+    return find_templates(paths).files
 
 
 def check_paths(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> list[Problem]:

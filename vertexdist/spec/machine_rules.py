@@ -1,8 +1,9 @@
 """The machine and accelerator rules, over one machine choice: a template's training nodes, or one worker
 pool of a request the emulator receives (so `validate` and the emulator refuse the very same things).
 
-Sources: reference/vertex.md §3 (the GPU compatibility table), the catalog in `catalog_data`. Where Vertex's
-own wording of a refusal is known, a finding carries it as `api_message` for the emulator to answer with.
+Sources: docs/reference/vertex.md §3 (the GPU compatibility table), the catalog in `catalog_data`. Where
+Vertex's own wording of a refusal is known, a finding carries it as `api_message` for the emulator to answer
+with.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from vertexdist.spec import catalog
-from vertexdist.spec.catalog_data import MACHINES
+from vertexdist.spec.catalog_data import ACCELERATORS, MACHINES
 from vertexdist.spec.findings import Finding
 
 _NO_ACCELERATOR = ("", "ACCELERATOR_TYPE_UNSPECIFIED")
@@ -65,7 +66,7 @@ def accelerator_type_known(m: MachineChoice) -> Iterator[Finding]:
         "accelerator_type",
         f"{accelerator!r} is not an accelerator type",
         _join(
-            catalog.did_you_mean(accelerator, list(catalog.ACCELERATORS)),
+            catalog.did_you_mean(accelerator, list(ACCELERATORS), described=ACCELERATORS),
             "names are the API's enum names, e.g. NVIDIA_TESLA_A100, NVIDIA_L4",
         ),
     )

@@ -1,14 +1,18 @@
 """The job template models (pydantic v2): one flat `JobTemplate` mirroring `CustomTrainingJob.run()`.
 
-Field names follow design.md; see reference/vertex.md §2 and §4 for what each maps to in Vertex.
+Field names follow the SDK's `CustomTrainingJob.run()` (docs/templates.md lists them); see
+docs/reference/vertex.md §2 and §4 for what each maps to in Vertex.
 Per-field checks live here; checks across fields and against the machine catalog live in `rules`.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib.util
+import itertools
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -23,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from vertexdist.errors import VertexdistError
 from vertexdist.spec.catalog_data import (
@@ -33,10 +38,10 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
+from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
 
-SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name for a single script
-BUNDLED_TRAINER = "trainer_pkg"
 # How a training replica starts the module. `python`: Vertex runs `python -m module` once per machine;
 # every other mode is one of the shipped launcher's (vertexdist_launcher.options.MODES).
 Launcher = Literal["python", "torchrun", "ray"]
@@ -117,6 +122,37 @@ def _resolve(value: Any, info: ValidationInfo) -> Any:
         return value
     path = Path(value).expanduser()
     return (path if path.is_absolute() else _base_dir(info) / path).resolve()
+
+
+# A folder of thousands of files is not searched for a did-you-mean.
+_NEIGHBOURS_LOOKED_AT = 2000
+
+
+def _shown_path(path: Path, info: ValidationInfo) -> str:
+    base = _base_dir(info).resolve()
+    return str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
+
+
+def not_found(
+    message: str, path: Path, info: ValidationInfo, fits: Callable[[Path], bool]
+) -> PydanticCustomError:
+    """An error for a path that does not exist, with the nearest name beside it that would do, if any."""
+    hint = None
+    if path.parent.is_dir():
+        names = [p.name for p in itertools.islice(path.parent.iterdir(), _NEIGHBOURS_LOOKED_AT) if fits(p)]
+        close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
+        if close:
+            hint = f"did you mean `{_shown_path(path.parent / close[0], info)}`?"
+    return PydanticCustomError("path_not_found", "{message}", {"message": message, "hint": hint})
+
+
+def _module_names(package: Path) -> list[str]:
+    found = itertools.islice(package.rglob("*.py"), _NEIGHBOURS_LOOKED_AT)
+    names = []
+    for file in found:
+        parts = file.relative_to(package.parent).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
 
 
 @functools.lru_cache(maxsize=1)
@@ -211,11 +247,16 @@ class TrainerSpec(_Strict):
 
     @field_validator("package")
     @classmethod
-    def _package_is_a_package(cls, value: Path | None) -> Path | None:
+    def _package_is_a_package(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is None:
             return value
         if not value.is_dir():
-            raise ValueError(f"package folder {str(value)!r} does not exist")
+            raise not_found(
+                f"package folder {str(value)!r} does not exist",
+                value,
+                info,
+                lambda p: (p / "__init__.py").is_file(),
+            )
         if not (value / "__init__.py").is_file():
             raise ValueError(f"{str(value)!r} is not a Python package: it has no __init__.py")
         if not value.name.isidentifier():
@@ -224,13 +265,18 @@ class TrainerSpec(_Strict):
 
     @field_validator("script")
     @classmethod
-    def _script_is_a_file(cls, value: Path | None) -> Path | None:
+    def _script_is_a_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is None:
             return value
         if value.suffix != ".py":
             raise ValueError(f"script {str(value)!r} must be a .py file")
         if not value.is_file():
-            raise ValueError(f"script {str(value)!r} does not exist")
+            raise not_found(
+                f"script {str(value)!r} does not exist",
+                value,
+                info,
+                lambda p: p.suffix == ".py" and p.is_file(),
+            )
         return value
 
     @field_validator("env")
@@ -265,7 +311,15 @@ class TrainerSpec(_Strict):
         exists = target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
         # The bundled trainer is ours and is checked by its own tests.
         if not exists and self.package != bundled_trainer_dir():
-            raise ValueError(f"module {module!r} has no file in {str(self.package)!r}")
+            close = difflib.get_close_matches(module, _module_names(self.package), n=1, cutoff=0.6)
+            raise PydanticCustomError(
+                "path_not_found",
+                "{message}",
+                {
+                    "message": f"module {module!r} has no file in {str(self.package)!r}",
+                    "hint": f"did you mean `{close[0]}`?" if close else None,
+                },
+            )
         object.__setattr__(self, "module", module)
         return self
 
@@ -292,16 +346,18 @@ class BuildSpec(_Strict):
 
     @field_validator("context")
     @classmethod
-    def _context_exists(cls, value: Path) -> Path:
+    def _context_exists(cls, value: Path, info: ValidationInfo) -> Path:
         if not value.is_dir():
-            raise ValueError(f"build context folder {str(value)!r} does not exist")
+            raise not_found(
+                f"build context folder {str(value)!r} does not exist", value, info, lambda p: p.is_dir()
+            )
         return value
 
     @field_validator("dockerfile")
     @classmethod
-    def _dockerfile_exists(cls, value: Path) -> Path:
+    def _dockerfile_exists(cls, value: Path, info: ValidationInfo) -> Path:
         if not value.is_file():
-            raise ValueError(f"Dockerfile {str(value)!r} does not exist")
+            raise not_found(f"Dockerfile {str(value)!r} does not exist", value, info, lambda p: p.is_file())
         return value
 
     @field_validator("repository")
@@ -333,6 +389,16 @@ _PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _DOMAIN_PROJECT_ID = re.compile(r"^[a-z0-9.-]+\.[a-z]{2,}:[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
+def project_id_problem(value: str) -> str | None:
+    """What is wrong with a Google Cloud project id (a template's, a flag's, the environment's), or None."""
+    if _PROJECT_ID.match(value) or _DOMAIN_PROJECT_ID.match(value):
+        return None
+    return (
+        f"{value!r} is not a project id: 6-30 lowercase letters, digits or hyphens,"
+        " starting with a letter and not ending with a hyphen"
+    )
+
+
 class JobTemplate(_Strict):
     """One distributed training job. The flat fields mirror `CustomTrainingJob.run()` of the Vertex SDK."""
 
@@ -345,7 +411,13 @@ class JobTemplate(_Strict):
     )
 
     display_name: str = Field(description="Name shown in the Vertex console (at most 128 characters).")
-    project: str = Field(description="Google Cloud project id, e.g. my-project.")
+    project: str | None = Field(
+        default=None,
+        description=(
+            "Google Cloud project id, e.g. my-project. Optional: submit takes --project first, then this,"
+            " then GOOGLE_CLOUD_PROJECT."
+        ),
+    )
     location: str = Field(default="us-central1", description="Vertex AI region, e.g. us-central1.")
     staging_bucket: str = Field(description="gs:// folder where the trainer package is uploaded.")
     base_output_dir: str | None = Field(
@@ -413,6 +485,13 @@ class JobTemplate(_Strict):
     network: str | None = Field(
         default=None, description="VPC to peer with: projects/PROJECT_NUMBER/global/networks/NETWORK."
     )
+    persistent_resource_id: str | None = Field(
+        default=None,
+        description=(
+            "Run on the machines of this Vertex persistent resource (its id, in the job's project and"
+            " location) instead of provisioning new ones."
+        ),
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="GCP labels for the training pipeline.")
     enable_web_access: bool = Field(default=False, description="Interactive shell on the training replicas.")
     tensorboard: str | None = Field(
@@ -433,6 +512,13 @@ class JobTemplate(_Strict):
     tuning: TuningSpec | None = Field(
         default=None,
         description="Make it a hyperparameter tuning job: the job runs once per trial, with its values.",
+    )
+    recovery: RecoverySpec | None = Field(
+        default=None,
+        description=(
+            "What `submit --managed` does when an attempt is preempted, stocked out, refused for quota or"
+            " fails: how many new attempts, and the fallback places to try."
+        ),
     )
 
     _source_path: Path | None = PrivateAttr(default=None)
@@ -455,12 +541,10 @@ class JobTemplate(_Strict):
 
     @field_validator("project")
     @classmethod
-    def _project_id(cls, value: str) -> str:
-        if not (_PROJECT_ID.match(value) or _DOMAIN_PROJECT_ID.match(value)):
-            raise ValueError(
-                f"{value!r} is not a project id: 6-30 lowercase letters, digits or hyphens,"
-                " starting with a letter and not ending with a hyphen"
-            )
+    def _project_id(cls, value: str | None) -> str | None:
+        problem = None if value is None else project_id_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("display_name")

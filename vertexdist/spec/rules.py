@@ -1,7 +1,8 @@
 """Checks across fields and against the machine catalog. Each rule is a small function returning findings.
 
 Errors are what Vertex would reject (or silently get wrong, like a GPU type with count 0); warnings are what
-Vertex accepts but is probably a mistake. Sources: reference/vertex.md §2-§3, perf-reliability.md (b).
+Vertex accepts but is probably a mistake. Sources: docs/reference/vertex.md §2-§3,
+docs/reference/perf-reliability.md §(b).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog, limits, ray_rules
+from vertexdist.spec import catalog, limits, ray_rules, strategy_rules
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -20,6 +21,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
+from vertexdist.spec.recovery_rules import fallbacks_are_valid_jobs, strategy_needs_recovery_to_recover
 from vertexdist.spec.tuning_rules import TUNING_RULES
 
 if TYPE_CHECKING:
@@ -118,13 +120,26 @@ def reduction_server_with_custom_image(t: JobTemplate) -> Iterator[Finding]:
         )
 
 
+def _runs_ddp_across_nodes(t: JobTemplate) -> bool:
+    """Whether the job's replicas form one process group: torchrun's always do, the bundled trainer's too;
+    code of your own under `launcher: python` runs once per machine and may never join the others (on GPUs
+    it most likely does, or it would leave them idle); a Ray job is ended by the launcher when a node goes
+    (spec/ray_rules.py has its checks)."""
+    launcher = t.trainer.launcher
+    if launcher == "ray":
+        return False
+    if launcher == "torchrun" or t.trainer.is_bundled:
+        return True
+    return _accelerator(t) is not None and t.accelerator_count > 0
+
+
 def ddp_restart_policy(t: JobTemplate) -> Iterator[Finding]:
-    # A Ray job does not hang: the launcher ends it when a node goes (spec/ray_rules.py has its checks).
-    if t.replica_count > 1 and not t.restart_job_on_worker_restart and t.trainer.launcher != "ray":
+    if t.replica_count > 1 and not t.restart_job_on_worker_restart and _runs_ddp_across_nodes(t):
+        backend = "NCCL" if _accelerator(t) is not None and t.accelerator_count > 0 else "gloo"
         yield Finding(
             "restart_job_on_worker_restart",
             "multi-node DDP without restart_job_on_worker_restart: if one worker restarts, the others hang"
-            " in NCCL until the collective timeout",
+            f" in {backend} until the collective timeout",
             "set restart_job_on_worker_restart: true and resume from checkpoints",
             "warning",
         )
@@ -212,6 +227,16 @@ def model_fits_gpus(t: JobTemplate) -> Iterator[Finding]:
 
 
 _BUCKET_URI = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s]*)?$")
+
+
+def project_from_flag_or_environment(t: JobTemplate) -> Iterator[Finding]:
+    if t.project is None:
+        yield Finding(
+            "project",
+            "no `project:`; submit takes it from --project, then GOOGLE_CLOUD_PROJECT",
+            "add `project: PROJECT_ID` to send this job to one project whatever the environment says",
+            "note",
+        )
 
 
 def gcs_uris(t: JobTemplate) -> Iterator[Finding]:
@@ -389,6 +414,33 @@ def identity_and_network(t: JobTemplate) -> Iterator[Finding]:
             )
 
 
+# Vertex's rule for a PersistentResource id (projects.locations.persistentResources.create, query parameter
+# persistentResourceId): at most 63 characters of /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/.
+PERSISTENT_RESOURCE_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+_PERSISTENT_RESOURCE_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/persistentResources/([^/]+)$")
+
+
+def persistent_resource_id_problem(value: str) -> tuple[str, str] | None:
+    """What is wrong with a persistent resource id, and what would be right; None when Vertex takes it."""
+    if PERSISTENT_RESOURCE_ID.match(value):
+        return None
+    named = _PERSISTENT_RESOURCE_NAME.match(value)
+    if named:
+        return (f"{value!r} is a resource name, not an id", f"write only its id: {named.group(3)}")
+    return (
+        f"{value!r} is not a persistent resource id",
+        "Vertex takes 1-63 characters of a-z, 0-9 and -, starting with a letter and not ending with -",
+    )
+
+
+def persistent_resource(t: JobTemplate) -> Iterator[Finding]:
+    if t.persistent_resource_id is None:
+        return
+    problem = persistent_resource_id_problem(t.persistent_resource_id)
+    if problem is not None:
+        yield Finding("persistent_resource_id", problem[0], problem[1])
+
+
 def env_limits(t: JobTemplate) -> Iterator[Finding]:
     if len(t.trainer.env) > limits.ENV_VARS:
         yield Finding(
@@ -433,6 +485,7 @@ RULES: tuple[Rule, ...] = (
     python_launcher_leaves_gpus_idle,
     nproc_per_node_fits_gpus,
     model_fits_gpus,
+    project_from_flag_or_environment,
     gcs_uris,
     label_rules,
     location_known,
@@ -442,11 +495,17 @@ RULES: tuple[Rule, ...] = (
     boot_disk_size_range,
     container_is_prebuilt,
     identity_and_network,
+    persistent_resource,
     env_limits,
     build_repository_region,
     *limits.RULES,
     *ray_rules.RULES,
+    *strategy_rules.RULES,
     *TUNING_RULES,
+    fallbacks_are_valid_jobs(
+        (machine_fits, location_known, strategy_known, gcs_uris, reduction_server_needs_gpu_workers)
+    ),
+    strategy_needs_recovery_to_recover,
 )
 
 

@@ -7,7 +7,7 @@ across fields (ranges, scales, grid size) live in `tuning_rules`, so `validate` 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
@@ -40,6 +40,9 @@ def _is_number(value: Any) -> bool:
 
 class ParameterSpec(_Strict):
     """One parameter to tune; each trial gets it as `--NAME=VALUE` after the trainer's own args."""
+
+    # What `validate` puts in place of a broken parameter so the rest can be checked (spec/partial.py).
+    PLACEHOLDER: ClassVar[dict[str, Any]] = {"type": "categorical", "values": ["placeholder"]}
 
     type: ParameterType = Field(description="double | integer (min, max) or categorical | discrete (values).")
     min: float | None = Field(default=None, description="double/integer: the smallest value (inclusive).")

@@ -145,18 +145,16 @@ def check_expansion(root: yaml.Node, *, max_values: int, max_depth: int) -> None
                 stack.append((child, False))
 
 
-def load_yaml_mapping(
+def load_yaml_document(
     text: str, *, max_values: int = 100_000, max_depth: int = 100
-) -> tuple[dict[str, Any], SourceMap]:
-    """Parse one YAML document that must be a mapping; returns the data and where each part was written."""
+) -> tuple[Any, SourceMap]:
+    """Parse one YAML document of any shape (None when empty); returns it and where each part was written."""
     loader = _Loader(text)
     try:
         try:
             node = loader.get_single_node()
             if node is None:
-                raise YamlSourceError(
-                    "the template is empty", Position(1, 1), "start from a file in job_templates/"
-                )
+                return None, SourceMap()
             check_expansion(node, max_values=max_values, max_depth=max_depth)
             source = SourceMap()
             _walk(node, (), source, set())
@@ -169,15 +167,25 @@ def load_yaml_mapping(
         problem = exc.problem or exc.context or "invalid YAML"
         hint = "check the indentation and quoting on this line"
         if "python/" in str(problem) or "could not determine a constructor" in str(problem):
-            hint = "templates are loaded safely: tags like !!python/... are not allowed; remove the tag"
+            hint = "files are loaded safely: tags like !!python/... are not allowed; remove the tag"
         raise YamlSourceError(f"invalid YAML: {problem}", position, hint) from None
     except yaml.YAMLError as exc:
         raise YamlSourceError(f"invalid YAML: {exc}", Position(1, 1), "check the file is YAML") from None
+    return data, source
+
+
+def load_yaml_mapping(
+    text: str, *, max_values: int = 100_000, max_depth: int = 100
+) -> tuple[dict[str, Any], SourceMap]:
+    """Parse one YAML document that must be a mapping; returns the data and where each part was written."""
+    data, source = load_yaml_document(text, max_values=max_values, max_depth=max_depth)
+    if data is None and not source.values:
+        raise YamlSourceError("the template is empty", Position(1, 1), "start from a file in job_templates/")
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
         raise YamlSourceError(
             f"the top level must be a mapping of fields, got {kind}",
-            _position(node),
+            source.find(()),
             "write `display_name: ...`, `machine_type: ...` and the other fields at the top level",
         )
     return data, source

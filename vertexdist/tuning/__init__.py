@@ -4,5 +4,6 @@ runs its trials. Shared by `local-run` on a tuning template and the emulator's H
 Pure parts: `space` (values, grids, trial arguments), `search` (grid, random, bayesian), `stopping` (median,
 decay curve), `hypertune` (reading cloudml-hypertune reports), `study` (the trials and the job's outcome),
 `trials` (a trial's CustomJobSpec). Edges: `driver` (the loop, over any trial launcher) and
-`local_launcher` (trials as local jobs). Vertex itself uses Vizier; this is a local stand-in for it.
+`vertexdist.backends.local.trials` (trials as local jobs). Vertex itself uses Vizier; this is a local
+stand-in for it.
 """

@@ -1,9 +1,9 @@
 """The loop that runs a study: start the trials it asks for through a launcher, read each trial's metric file
 into measurements, stop the trials it says to stop, settle the ones that end, until the job is done.
 
-One loop for both places trials run: `local-run` (trials as local jobs, `local_launcher`) and the emulator
-(trials as CustomJobs it runs, `emulator.tuning_service`). Cancelling stops every running trial and waits for
-them; whatever ends the loop, no trial is left running.
+One loop for both places trials run: `local-run` (trials as local jobs, `backends.local.trials`) and the
+emulator (trials as CustomJobs it runs, `emulator.tuning_service`). Cancelling stops every running trial and
+waits for them; whatever ends the loop, no trial is left running.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from vertexdist.tuning.hypertune import ReportLog
@@ -26,6 +27,15 @@ STOP_WAIT_S = 30.0
 class TrialEnd:
     succeeded: bool
     message: str = ""
+
+
+def metric_file_text(path: Path) -> str:
+    """A trial's cloudml-hypertune metric file as it is now: "" before the first report (no file yet), or
+    if it cannot be read; bytes that are not UTF-8 (a torn write) replaced, for `hypertune` to skip."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 class TrialHandle(Protocol):

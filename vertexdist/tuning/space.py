@@ -1,9 +1,9 @@
 """The search space of a study: which parameters a trial has, the values each takes, and its arguments.
 
-A trial gets its values as `--ID=VALUE` arguments after the job's own (reference/vertex.md §1.3): integers
-as whole numbers, discrete values without a trailing `.0` when whole (so `type=int` flags read them), doubles
-in Python's shortest round-trip form, categories as written. Conditional parameters exist only while their
-parent takes one of the values they name.
+A trial gets its values as `--ID=VALUE` arguments after the job's own (docs/reference/vertex.md §1.3):
+integers as whole numbers, discrete values without a trailing `.0` when whole (so `type=int` flags read them),
+doubles in Python's shortest round-trip form, categories as written. Conditional parameters exist only while
+their parent takes one of the values they name.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The CustomJobSpec one trial runs: the tuning job's `trialJobSpec` with the trial's `--ID=VALUE` arguments
 after every pool's own, and its outputs under `<baseOutputDirectory>/<trial id>/` (so AIP_MODEL_DIR is
-`<base>/<trial id>/model/`, reference/vertex.md §1.3). Pure.
+`<base>/<trial id>/model/`, docs/reference/vertex.md §1.3). Pure.
 """
 
 from __future__ import annotations

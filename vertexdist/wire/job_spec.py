@@ -1,8 +1,8 @@
 """The typed job of a CustomJobSpec dict: pools, output location and scheduling, read once per path.
 
-Follows reference/vertex.md §2.1 (pool slots, `{}` for a skipped pool) and §5.1 (proto-JSON). The dict goes
-through `proto_json.normalize_job_spec` first, so camelCase and snake_case keys, numbers sent as floats and
-enums sent as numbers all read the same.
+Follows docs/reference/vertex.md §2.1 (pool slots, `{}` for a skipped pool) and §5.1 (proto-JSON). The dict
+goes through `proto_json.normalize_job_spec` first, so camelCase and snake_case keys, numbers sent as floats
+and enums sent as numbers all read the same.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class PoolSpec:
 
     @property
     def role(self) -> str:
-        """The pool's TF_CONFIG task type (reference/vertex.md §1.2)."""
+        """The pool's TF_CONFIG task type (docs/reference/vertex.md §1.2)."""
         return POOL_ROLES[self.index]
 
     @property
@@ -109,7 +109,7 @@ def _parse_pool(index: int, raw: Mapping[str, Any], require_command: bool = True
     machine = _get(raw, "machineSpec", {}) or {}
     accelerators = int(_get(machine, "acceleratorCount", 0) or 0)
     if _get(machine, "acceleratorType", "ACCELERATOR_TYPE_UNSPECIFIED") == "ACCELERATOR_TYPE_UNSPECIFIED":
-        accelerators = 0  # a count without a type gives no GPU on Vertex (reference/vertex.md §2.2)
+        accelerators = 0  # a count without a type gives no GPU on Vertex (docs/reference/vertex.md §2.2)
     common: dict[str, Any] = {
         "index": index,
         "replica_count": replicas,
@@ -166,7 +166,8 @@ def parse_job_spec(spec: Mapping[str, Any], *, require_command: bool = True) -> 
         raise JobSpecError(f"a CustomJobSpec is an object, got {type(spec).__name__}")
     spec_dict = dict(spec)
     for key in ("workerPoolSpecs", "worker_pool_specs"):
-        if isinstance(spec_dict.get(key), Mapping):  # gcloud's one-pool shorthand (vertex.md §5.1)
+        # gcloud's one-pool shorthand (docs/reference/vertex.md §5.1)
+        if isinstance(spec_dict.get(key), Mapping):
             spec_dict[key] = [spec_dict[key]]
     try:
         normalized = normalize_job_spec(spec_dict)

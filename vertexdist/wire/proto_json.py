@@ -62,7 +62,7 @@ def _as_int(value: Any, field: str) -> int:
 
 def normalize_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A CustomJobSpec with camelCase keys, ints for int fields and enum names (ValueError on bad enums)."""
-    out = _camel_tree(spec)
+    out: dict[str, Any] = _camel_tree(spec)
     wrong = shapes.problems(out, shapes.CUSTOM_JOB_SPEC)
     if wrong:
         raise ValueError("; ".join(wrong[:5]))

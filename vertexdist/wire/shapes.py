@@ -48,6 +48,7 @@ CUSTOM_JOB_SPEC: Shape = {
     "network": STRING,
     "tensorboard": STRING,
     "enableWebAccess": BOOL,
+    "persistentResourceId": STRING,
 }
 _LABELS = ("map", STRING)
 # A jobSpec may use snake_case names (proto-JSON takes both), so its fields are checked once camel-cased

@@ -80,7 +80,7 @@ class StudySpec:
 
     @property
     def objective(self) -> Metric:
-        """The metric that steers search and stopping here (the first one; see the README)."""
+        """The metric that steers search and stopping here (the first one; see docs/tuning.md)."""
         return self.metrics[0]
 
 

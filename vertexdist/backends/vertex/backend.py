@@ -13,7 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vertexdist.backends.base import JobStatus, LogQuery, LogsPage
+from vertexdist.backends.base import (
+    NO_OPTIONS,
+    JobStatus,
+    LogQuery,
+    LogsPage,
+    ReplicaInfo,
+    StateChange,
+    SubmitOptions,
+)
 from vertexdist.backends.config import Target
 from vertexdist.backends.outputs import require_output_uri
 from vertexdist.backends.vertex.clients import Clients
@@ -22,7 +30,7 @@ from vertexdist.backends.vertex.logs import LogSource
 from vertexdist.backends.vertex.outputs import GcsOutputs
 from vertexdist.backends.vertex.request import REQUEST_HASH_LABEL, Submission, build_submission
 from vertexdist.backends.vertex.retry import Caller, RetryPolicy
-from vertexdist.backends.vertex.status import epoch, status_of
+from vertexdist.backends.vertex.status import epoch, replicas_of, status_of, timeline_of
 from vertexdist.backends.vertex.tuning_status import TuningStatus, tuning_status_of
 from vertexdist.backends.vertex.upload import ProgressFn, upload_package
 from vertexdist.errors import UsageError
@@ -50,12 +58,14 @@ class VertexBackend:
         self.logs_source: LogSource = log_source or CloudLoggingSource(target)
 
     # --- submit -----------------------------------------------------------------------------------
-    def dryrun(
-        self, template: JobTemplate, *, image_uri: str | None = None, resume_from: str | None = None
-    ) -> Submission:
-        """The exact request; `resume_from` is the output folder of the earlier job it continues."""
+    def dryrun(self, template: JobTemplate, options: SubmitOptions = NO_OPTIONS) -> Submission:
+        """The exact request, with `options.image_uri` for a `build` template's pools; `options.resume_from`
+        is the output folder (gs://) of the earlier job it continues."""
         return build_submission(
-            template, package_dir=self._package_dir, image_uri=image_uri, resume_from=resume_from
+            template,
+            package_dir=self._package_dir,
+            image_uri=options.image_uri,
+            resume_from=options.resume_from,
         )
 
     def recent_duplicates(self, submission: Submission, within_s: float) -> list[JobStatus]:
@@ -86,7 +96,7 @@ class VertexBackend:
         """Upload the sdist unless the bucket already holds it; True if uploaded."""
         return upload_package(submission, self.clients, self._call, progress)
 
-    def schedule(self, request: Submission) -> str:
+    def schedule(self, request: Submission, options: SubmitOptions = NO_OPTIONS) -> str:
         """Create the TrainingPipeline (or HyperparameterTuningJob); a transient failure is retried without
         ever creating two.
 
@@ -150,6 +160,23 @@ class VertexBackend:
     def tuning(self, name: str) -> TuningStatus:
         """A tuning job's status with its study and its trials (what `vertexdist trials` shows)."""
         return tuning_status_of(self._tuning_job(name), self.target)
+
+    def tuning_status(self, name: str) -> TuningStatus:
+        """`tuning`, by the name every backend gives it (a local one's `tuning` is its tuning part)."""
+        if "/hyperparameterTuningJobs/" not in name:
+            raise UsageError(
+                f"{name} is not a hyperparameter tuning job",
+                hint="pass the name submit printed for a template with a `tuning:` section",
+            )
+        return self.tuning(name)
+
+    def replicas(self, name: str) -> list[ReplicaInfo]:
+        """The job's replicas from its spec, each in the job's state (Vertex reports none per replica)."""
+        return replicas_of(self.describe(name))
+
+    def timeline(self, name: str) -> list[StateChange]:
+        """The job's creation, start and end, as Vertex reports them."""
+        return timeline_of(self.describe(name))
 
     def list(self, limit: int = 50) -> list[JobStatus]:
         """TrainingPipelines, HyperparameterTuningJobs, then CustomJobs that neither owns (e.g. made with

@@ -1,6 +1,6 @@
 """The GAPIC clients the Vertex backend talks through, made on first use (google-cloud-aiplatform is slow to
 import). Against the emulator: REST on `http://127.0.0.1:P` with AnonymousCredentials; against Vertex: the
-regional endpoint with application default credentials (reference/sdk-offline.md §2). Tests and tools may
+regional endpoint with application default credentials (docs/reference/sdk-offline.md §2). Tests and tools may
 pass their own clients instead.
 """
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vertexdist.backends.outputs import OutputFile, split_gs_uri
+from vertexdist.backends.outputs import OutputFile
 from vertexdist.backends.vertex.retry import Caller
+from vertexdist.wire.gcs_uri import parse_gs_uri
 
 
 class _Sink:
@@ -24,7 +25,8 @@ class _Sink:
 class GcsOutputs:
     def __init__(self, uri: str, storage: Any, call: Caller) -> None:
         self.uri = uri
-        self._bucket_name, prefix = split_gs_uri(uri)
+        folder = parse_gs_uri(uri, what="the output folder")
+        self._bucket_name, prefix = folder.bucket, folder.prefix
         self._prefix = f"{prefix}/" if prefix else ""
         self._storage = storage
         self._call = call

@@ -9,12 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from vertexdist.backends.base import JobStatus
+from vertexdist.backends.base import JobStatus, ReplicaInfo, StateChange
 from vertexdist.backends.config import Target, parse_job_name
 from vertexdist.render import mask_secrets, mask_text, secret_values
 from vertexdist.wire.proto_json import normalize_job_spec
 
-__all__ = ["console_url", "epoch", "mask_text", "status_of"]
+__all__ = ["console_url", "epoch", "mask_text", "replicas_of", "status_of", "timeline_of"]
 
 
 def _short_state(state: str) -> str:
@@ -74,5 +74,37 @@ def status_of(resource: Any, target: Target) -> JobStatus:
         labels=dict(data.get("labels") or {}),
         console_url=console_url(name, target),
         spec=mask_secrets(spec),
+        location=(parse_job_name(name) or {}).get("location") or target.location,
         secret_values=secrets,
     )
+
+
+def replicas_of(status: JobStatus) -> list[ReplicaInfo]:
+    """The job's replicas from its spec: Vertex reports no state or exit code per replica, so each shows the
+    job's state and no exit code."""
+    pools = status.spec.get("workerPoolSpecs")
+    found: list[ReplicaInfo] = []
+    for index, pool in enumerate(pools if isinstance(pools, list) else []):
+        if not isinstance(pool, dict):
+            continue
+        machine = str((pool.get("machineSpec") or {}).get("machineType") or "")
+        try:
+            count = int(pool.get("replicaCount") or 0)
+        except (TypeError, ValueError):
+            count = 0
+        found += [ReplicaInfo(f"workerpool{index}-{n}", index, machine, status.state) for n in range(count)]
+    return found
+
+
+def timeline_of(status: JobStatus) -> list[StateChange]:
+    """What Vertex tells of a job's course: created, started, ended (with its error)."""
+    steps = []
+    if status.create_time:
+        steps.append(StateChange(status.create_time, "QUEUED"))
+    if status.start_time:
+        steps.append(StateChange(status.start_time, "RUNNING"))
+    if status.end_time:
+        steps.append(StateChange(status.end_time, status.state, message=status.error or ""))
+    elif status.state not in ("QUEUED", "PENDING", "RUNNING") and steps:
+        steps.append(StateChange(steps[-1].time, status.state, message=status.error or ""))
+    return steps

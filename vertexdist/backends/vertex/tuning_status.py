@@ -6,25 +6,15 @@ Vertex and one from the emulator read the same.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from vertexdist.backends.base import JobStatus
+from vertexdist.backends.base import TuningStatus
 from vertexdist.backends.config import Target
 from vertexdist.backends.vertex.status import status_of
 from vertexdist.wire.study import StudySpec, TuningSpecError, normalize_tuning_job, parse_study_spec
-from vertexdist.wire.trials import Trial, best_trial, trial_from_json
+from vertexdist.wire.trials import trial_from_json
 
-
-@dataclass(frozen=True)
-class TuningStatus:
-    status: JobStatus
-    study: StudySpec | None
-    trials: list[Trial] = field(default_factory=list)
-
-    @property
-    def best(self) -> Trial | None:
-        return best_trial(self.trials, self.study.objective) if self.study else None
+__all__ = ["TuningStatus", "tuning_status_of"]
 
 
 def tuning_status_of(resource: Any, target: Target) -> TuningStatus:

@@ -10,6 +10,7 @@ from vertexdist.backends.errors import ApiCallError
 from vertexdist.backends.vertex.clients import Clients
 from vertexdist.backends.vertex.request import Submission
 from vertexdist.backends.vertex.retry import Caller
+from vertexdist.wire.gcs_uri import parse_gs_uri
 
 UPLOAD_CHUNK = 4 * 1024 * 1024  # resumable-upload chunk (a multiple of 256 KiB); gives the bar its steps
 ProgressFn = Callable[[int, int], None]
@@ -43,7 +44,8 @@ def upload_package(
     if submission.package_path is None or submission.package_uri is None:
         return False
     target = clients.target
-    bucket_name, _, blob_name = submission.package_uri.removeprefix("gs://").partition("/")
+    package = parse_gs_uri(submission.package_uri, what="the package", object_name=True)
+    bucket_name, blob_name = package.bucket, package.name
     client = clients.storage
     bucket = client.bucket(bucket_name)
     blob = bucket.blob(blob_name)

@@ -9,15 +9,25 @@ from pathlib import Path
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 
 
-def visible_count(visible: str) -> int:
-    """The devices CUDA_VISIBLE_DEVICES lets CUDA see: up to the first invalid entry ("-1" hides all)."""
-    count = 0
+def visible_devices(visible: str) -> list[str]:
+    """The entries of a CUDA_VISIBLE_DEVICES value that CUDA uses: those before the first invalid one (an
+    empty or negative entry; "-1" hides every device), as CUDA stops enumerating there.
+
+    vertexdist's own side of the wall (`vertexdist.local.gpus`) uses this very function; the bundled trainer
+    (`trainer_pkg.cluster.visible_gpu_count`) cannot import it and keeps a copy that
+    tests/launcher/test_failures_and_gpus.py holds to the same answers."""
+    devices = []
     for entry in visible.split(","):
         entry = entry.strip()
         if not entry or entry.startswith("-"):
             break
-        count += 1
-    return count
+        devices.append(entry)
+    return devices
+
+
+def visible_count(visible: str) -> int:
+    """How many devices CUDA_VISIBLE_DEVICES lets CUDA see (`visible_devices`)."""
+    return len(visible_devices(visible))
 
 
 def _nvidia_smi() -> int:

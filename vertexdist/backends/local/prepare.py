@@ -5,12 +5,13 @@ A `build` template runs its image on Vertex; here its replicas run the image's c
 the build context, with the Dockerfile's environment, or (`docker=True`) as containers of the built image.
 
 The job's own output folder is `<base>/<job id>` (see `vertexdist.render`), in the run's own gs:// namespace
-(`<run folder>/gcs`), unless `resume_from` names an earlier run to continue (`vertexdist.local.resume`).
+(`<run folder>/gcs`), unless `resume_from` names an earlier run to continue (`backends.local.resume`).
 The run folder is the user's alone (mode 0700): its files hold the job's spec.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 import secrets
 import time
@@ -18,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vertexdist.backends.base import LOCAL_PROJECT, with_project
+from vertexdist.backends.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.errors import UsageError
 from vertexdist.local.environment import JobContext
 from vertexdist.local.request import LocalRequest, build_docker_request, build_request
-from vertexdist.local.resume import ResumedRun, find_run, link_gcs_root
 from vertexdist.wire.job_spec import parse_job_spec
 
 if TYPE_CHECKING:
@@ -40,7 +42,6 @@ class LocalOptions:
     package_cache: Path = PACKAGE_CACHE
     procs_per_replica: int | None = None
     docker: bool = False
-    resume_from: str | None = None  # an earlier run (id or folder) whose output folder this run continues
 
 
 def new_job_id() -> str:
@@ -50,6 +51,17 @@ def new_job_id() -> str:
 def is_job_id(text: str) -> bool:
     """Whether `text` is a name `new_job_id` gives."""
     return re.fullmatch(r"local-\d{8}-\d{6}-[0-9a-f]{4}", text) is not None
+
+
+def job_id_time(text: str) -> float | None:
+    """When the job of id `text` was made (its UTC second, seconds since the epoch), None for other names."""
+    if not is_job_id(text):
+        return None
+    try:
+        made = time.strptime(text[len("local-") : len("local-YYYYmmdd-HHMMSS")], "%Y%m%d-%H%M%S")
+    except ValueError:
+        return None
+    return float(calendar.timegm(made))
 
 
 def require_docker(t: JobTemplate, *, need_daemon: bool) -> None:
@@ -98,32 +110,66 @@ def make_run_dir(run_dir: Path) -> None:
         ) from exc
 
 
-def prepare_request(t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None) -> LocalRequest:
-    """The template's local request. With `scratch` (a dry run) the sdist goes there, no run folder is made
-    and `--docker` needs no daemon; otherwise the run folder is made before anything is built into it."""
-    from vertexdist.render import render_job_spec
+# Where a job that names no baseOutputDirectory writes its outputs locally (AIP_MODEL_DIR and its siblings),
+# so its model still lands in the run folder: a bucket of its own in the run's gs:// namespace.
+DEFAULT_OUTPUT_BUCKET = "gs://vertexdist-local"
 
-    check_procs_per_replica(t, options.procs_per_replica)
-    if options.docker:
-        require_docker(t, need_daemon=scratch is None)
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A local run's identity and place, the same for a template job and a tuning job: its job id, run
+    folder, the replicas' context (gs:// namespace, processes per replica, default output folder) and the
+    earlier run it resumes."""
+
+    job_id: str
+    run_dir: Path
+    ctx: JobContext
     resumed: ResumedRun | None = None
-    if options.resume_from is not None:
-        resumed = find_run(options.resume_from, options.runs_dir)
+
+    @property
+    def resume_uri(self) -> str | None:
+        """The earlier run's output folder, which this run's request names instead of a new one."""
+        return self.resumed.output_uri if self.resumed else None
+
+
+def prepare_run(
+    t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
+) -> PreparedRun:
+    """The one way into a local run, for template jobs and tuning jobs alike: check the options that hold
+    for both, pick the job id and run folder, find the run it resumes, and (unless `scratch` marks a dry
+    run) make the run folder, its gs:// namespace the resumed run's."""
+    check_procs_per_replica(t, options.procs_per_replica)
+    resumed = find_run(resume_from, options.runs_dir) if resume_from is not None else None
     job_id = new_job_id()
     run_dir = (options.out or options.runs_dir / job_id).resolve()
     ctx = JobContext(
         job_id=job_id,
-        project=t.project,
+        project=t.project or LOCAL_PROJECT,
         region=t.location,
         gcs_root=str(resumed.gcs_root if resumed else run_dir / "gcs"),
         procs_per_replica=options.procs_per_replica,
-        default_output_uri=f"gs://vertexdist-local/{job_id}",
+        default_output_uri=f"{DEFAULT_OUTPUT_BUCKET}/{job_id}",
     )
     if scratch is None:
         make_run_dir(run_dir)
         if resumed is not None:
             link_gcs_root(run_dir, resumed)
-    resume_uri = resumed.output_uri if resumed else None
+    return PreparedRun(job_id, run_dir, ctx, resumed)
+
+
+def prepare_request(
+    t: JobTemplate, options: LocalOptions, *, scratch: Path | None = None, resume_from: str | None = None
+) -> LocalRequest:
+    """The template's local request. With `scratch` (a dry run) the sdist goes there, no run folder is made
+    and `--docker` needs no daemon; otherwise the run folder is made before anything is built into it.
+    `resume_from` names an earlier run (id or folder) whose output folder this run continues."""
+    from vertexdist.render import render_job_spec
+
+    t = with_project(t)
+    if options.docker:
+        require_docker(t, need_daemon=scratch is None)
+    run = prepare_run(t, options, scratch=scratch, resume_from=resume_from)
+    job_id, run_dir, ctx, resume_uri = run.job_id, run.run_dir, run.ctx, run.resume_uri
     if t.build is not None:
         from vertexdist.container.ensure import plan_build
 

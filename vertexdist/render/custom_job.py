@@ -1,6 +1,7 @@
-"""Template -> the Vertex request: the CustomJobSpec and the CreateTrainingPipeline body. Pure functions.
+"""Template -> the CustomJobSpec every kind of request carries (a pipeline's training task, a tuning job's
+trial job), and the job's output folder. Pure functions.
 
-Pools follow Vertex's rules (reference/vertex.md §2): pool 0 one replica, pool 1 the other replicas,
+Pools follow Vertex's rules (docs/reference/vertex.md §2): pool 0 one replica, pool 1 the other replicas,
 pool 2 the reduction servers, `{}` for a skipped pool, no trailing empty pools. Training pools match what
 `CustomTrainingJob.run()` sends, in proto-JSON camelCase (what `gcloud ai custom-jobs create --config` takes).
 One deliberate difference from the SDK: the reduction pool always gets the reduction-server image and an
@@ -22,27 +23,22 @@ A tuning job's folder is its trials' base (Vertex puts each trial under `<folder
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertexdist.shipped import LAUNCHER_PACKAGE
 from vertexdist.shipped.vertexdist_launcher.options import launch_args
 from vertexdist.spec.durations import format_duration
-from vertexdist.spec.models import BUNDLED_TRAINER, SCRIPT_PACKAGE, JobTemplate
+from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
 
-REQUEST_HASH_LABEL = "vertexdist-request"
-# The resource a request body creates, by its key in the body (the one that carries the hash label).
-REQUEST_RESOURCES = ("trainingPipeline", "hyperparameterTuningJob")
-TRAINING_TASK_DEFINITION = "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml"
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
+
 PENDING = "<pending>"
 # Stands for the per-job output folder until a job is started (see the module docstring).
 JOB_FOLDER = "<job-folder>"
 # The SDK's reduction pool disk (worker_spec_utils._WorkerPoolSpec defaults).
 REDUCTION_SERVER_DISK = {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}
-MASK = "********"
-_SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
 
 
 def default_base_output_dir(t: JobTemplate) -> str:
@@ -231,92 +227,6 @@ def render_job_spec(
         spec["tensorboard"] = t.tensorboard
     if t.enable_web_access:
         spec["enableWebAccess"] = True
+    if t.persistent_resource_id is not None:
+        spec["persistentResourceId"] = t.persistent_resource_id
     return spec
-
-
-def render_request(
-    t: JobTemplate,
-    *,
-    package_uri: str | None = None,
-    image_uri: str | None = None,
-    resume_from: str | None = None,
-) -> dict[str, Any]:
-    """The exact REST body of PipelineService.CreateTrainingPipeline, as `CustomTrainingJob.run()` makes,
-    with the job-folder placeholder that submit fills in (`with_job_folder`) unless it resumes a folder.
-
-    Its `vertexdist-request` label is a hash of the rest of the body, so the server can tell a second
-    submit of the very same request (a label filter) before it creates a duplicate. A template with a
-    `tuning:` section is a CreateHyperparameterTuningJob request instead (`render_tuning`).
-    """
-    if t.tuning is not None:
-        from vertexdist.render_tuning import render_tuning_request
-
-        return render_tuning_request(t, package_uri=package_uri, image_uri=image_uri, resume_from=resume_from)
-    labels: dict[str, str] = dict(t.labels)
-    request: dict[str, Any] = {
-        "parent": f"projects/{t.project}/locations/{t.location}",
-        "trainingPipeline": {
-            "displayName": t.display_name,
-            "trainingTaskDefinition": TRAINING_TASK_DEFINITION,
-            "trainingTaskInputs": render_job_spec(
-                t, package_uri=package_uri, image_uri=image_uri, resume_from=resume_from
-            ),
-            "labels": labels,
-        },
-    }
-    labels[REQUEST_HASH_LABEL] = request_hash(request)
-    return request
-
-
-def request_hash(request: dict[str, Any]) -> str:
-    """A label-safe hash (lowercase hex, 16 chars) of a request, ignoring its own hash label; taken of the
-    rendered request, before its job folder is filled in."""
-    body = copy.deepcopy(request)
-    for resource in (body.get(key) for key in REQUEST_RESOURCES):
-        if isinstance(resource, dict):
-            resource.get("labels", {}).pop(REQUEST_HASH_LABEL, None)
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
-
-
-def secret_values(spec: dict[str, Any]) -> tuple[str, ...]:
-    """The values of a CustomJobSpec's secret-looking env entries, to mask them in text (logs)."""
-    values = []
-    for pool in spec.get("workerPoolSpecs") or []:
-        code = (pool or {}).get("pythonPackageSpec") or (pool or {}).get("containerSpec") or {}
-        for entry in code.get("env") or []:
-            if is_secret_name(str(entry.get("name", ""))) and entry.get("value"):
-                values.append(str(entry["value"]))
-    return tuple(dict.fromkeys(values))
-
-
-def mask_text(text: str, secrets: tuple[str, ...]) -> str:
-    """Text with every secret value replaced (longest first, so overlapping values stay hidden)."""
-    for value in sorted(secrets, key=len, reverse=True):
-        text = text.replace(value, MASK)
-    return text
-
-
-def mask_secrets(obj: Any) -> Any:
-    """A copy of `obj` with secret-looking values masked, for printing.
-
-    Masks `{name, value}` env entries whose name looks secret (SECRET, TOKEN, PASSWORD, KEY, CREDENTIAL),
-    and string values under UPPER_CASE keys that look secret (env and build-arg mappings).
-    """
-    if isinstance(obj, list):
-        return [mask_secrets(item) for item in obj]
-    if not isinstance(obj, dict):
-        return obj
-    if set(obj) == {"name", "value"} and isinstance(obj["name"], str) and is_secret_name(obj["name"]):
-        return {"name": obj["name"], "value": MASK}
-    masked: dict[Any, Any] = {}
-    for key, value in obj.items():
-        if isinstance(key, str) and key.isupper() and is_secret_name(key) and isinstance(value, str):
-            masked[key] = MASK
-        else:
-            masked[key] = mask_secrets(value)
-    return masked

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from vertexdist.errors import UsageError
 from vertexdist.render import output_dir_of
+from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path
 
 JOB_FILE = "job.json"
 TUNING_FILE = "request.json"  # a tuning run's CreateHyperparameterTuningJob body
@@ -32,8 +33,9 @@ class ResumedRun:
 
 
 def local_path(uri: str, gcs_root: Path) -> Path:
-    """Where a gs:// URI lives for replicas with this gs:// root (the trainer's own mapping)."""
-    return gcs_root / uri.removeprefix("gs://")
+    """Where `gs://B/p` lives for replicas with this gs:// root (VERTEXDIST_GCS_ROOT), or `uri` itself if it
+    is a path."""
+    return local_gs_path(uri, gcs_root) if is_gs_uri(uri) else Path(uri)
 
 
 def find_run(ref: str, runs_dir: Path) -> ResumedRun:
@@ -53,7 +55,7 @@ def find_run(ref: str, runs_dir: Path) -> ResumedRun:
         uri = output_dir_of(json.loads(found.read_text()))
     except (OSError, ValueError, AttributeError):
         uri = None
-    if not isinstance(uri, str) or not uri.startswith("gs://"):
+    if not isinstance(uri, str) or not is_gs_uri(uri):
         raise UsageError(
             f"--resume-from {ref}: {found} names no gs:// output folder to resume",
             hint="resume a run made by local-run, which always has one",

@@ -10,11 +10,14 @@ default and so is sent as no algorithm at all, as the SDK does. Early stopping i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vertexdist.render import REQUEST_HASH_LABEL, render_job_spec, request_hash
-from vertexdist.spec.models import JobTemplate
-from vertexdist.spec.tuning import ParameterSpec, TuningSpec
+from vertexdist.render.custom_job import render_job_spec
+from vertexdist.render.request_hash import REQUEST_HASH_LABEL, request_hash
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
+    from vertexdist.spec.tuning import ParameterSpec, TuningSpec
 
 ALGORITHMS = {"grid": "GRID_SEARCH", "random": "RANDOM_SEARCH"}  # bayesian: ALGORITHM_UNSPECIFIED
 MEASUREMENT_SELECTIONS = {"best": "BEST_MEASUREMENT", "last": "LAST_MEASUREMENT"}

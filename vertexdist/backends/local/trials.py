@@ -19,12 +19,30 @@ from vertexdist.local.gpus import host_gpus
 from vertexdist.local.launch import schedule
 from vertexdist.local.request import build_request
 from vertexdist.local.runner import JobState, LocalJob
-from vertexdist.tuning.driver import TrialEnd
+from vertexdist.tuning.driver import TrialEnd, metric_file_text
 from vertexdist.tuning.study import TrialRecord
 from vertexdist.tuning.trials import trial_job_spec
 from vertexdist.wire.job_spec import parse_job_spec
 
 CHIEF = "workerpool0-0"
+
+
+def trial_default_output_uri(ctx: JobContext, trial_id: str) -> str | None:
+    """Where a trial writes its outputs when the job names no baseOutputDirectory: its own folder under the
+    run's default one, as Vertex puts each trial's under the job's (`<base>/<trial id>`)."""
+    return f"{ctx.default_output_uri}/{trial_id}" if ctx.default_output_uri else None
+
+
+def trial_context(job: JobContext, trial_id: str, metrics_dir: Path) -> JobContext:
+    """The replicas' context of one trial: the job's (`backends.local.prepare.prepare_run`), with the
+    trial's job id, CLOUD_ML_TRIAL_ID, metric files and default output folder."""
+    return dataclasses.replace(
+        job,
+        job_id=f"{job.job_id}-{trial_id}",
+        trial_id=trial_id,
+        hp_metric_dir=str(metrics_dir),
+        default_output_uri=trial_default_output_uri(job, trial_id),
+    )
 
 
 class GpuShares:
@@ -63,10 +81,7 @@ class LocalTrial:
         return TrialEnd(state is JobState.SUCCEEDED, error.message if error else "")
 
     def metrics_text(self) -> str:
-        try:
-            return self._metric_file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
+        return metric_file_text(self._metric_file)
 
     def stop(self) -> None:
         self.job.cancel()
@@ -107,9 +122,7 @@ class LocalTrialLauncher:
     def start(self, trial: TrialRecord) -> LocalTrial:
         folder = self.trial_dir(trial.id)
         metrics = folder / "hypertune"
-        ctx = dataclasses.replace(
-            self._ctx, job_id=f"{self._ctx.job_id}-{trial.id}", trial_id=trial.id, hp_metric_dir=str(metrics)
-        )
+        ctx = trial_context(self._ctx, trial.id, metrics)
         job = parse_job_spec(trial_job_spec(self._spec, trial.id, trial.args))
         share = self._gpus.take()
         try:

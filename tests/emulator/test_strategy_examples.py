@@ -1,0 +1,74 @@
+"""The strategy examples through `submit --emulator`: the real SDK path to a local Vertex, whose jobs run on
+the local backend with the same shipped launcher, 2 replicas x 2 processes each. Where tests/local runs a
+schedule or a ZeRO stage, these run the other one (ZeRO-3, GPipe), so each is run once in the suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+def variant(example: Path, folder: Path, args: list[str]) -> Path:
+    """The example's template with other trainer args, written to `folder` (its code named by full path)."""
+    doc: dict[str, Any] = yaml.safe_load((example / "job.yaml").read_text())
+    trainer = doc["trainer"]
+    for key in ("script", "package"):
+        if key in trainer:
+            trainer[key] = str(example / trainer[key])
+    trainer["args"] = args
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "job.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def submit(cli: Any, template: Path, data: Path, display_name: str) -> list[Path]:
+    """Run the job through the emulator -> its replicas' logs."""
+    flags = ("--emulator", "--follow", "--procs-per-replica", "2", "--emulator-data-dir", str(data))
+    code, out, err = cli("submit", str(template), *flags)
+    assert code == 0, out + err
+    assert f"job SUCCEEDED: {display_name}" in err
+    [job] = list((data / "jobs").iterdir())
+    logs = sorted((job / "logs").glob("workerpool*.log"))
+    assert "vertexdist_launcher: workerpool1-0 is node 1 of 2, 2 process(es)" in logs[1].read_text()
+    return logs
+
+
+def output_folder(data: Path, display_name: str) -> Path:
+    """The job's output folder in the emulator's Cloud Storage (AIP_MODEL_DIR etc. are under it)."""
+    [output] = list((data / "gcs" / "vertexdist-demo/staging/vertexdist/output" / display_name).iterdir())
+    return output
+
+
+def test_deepspeed_zero3_partitions_the_parameters_too(cli: Any, tmp_path: Path, examples: Any) -> None:
+    args = ["--deepspeed_config=ds_zero3.json", "--steps=4", "--checkpoint-every=4"]
+    template = variant(examples.ROOT / "deepspeed", tmp_path / "template", args)
+    logs = submit(cli, template, tmp_path / "emulator", "deepspeed-example")
+    examples.check_deepspeed(logs, stage=3)
+    output = output_folder(tmp_path / "emulator", "deepspeed-example")
+    examples.deepspeed_checkpoint(output / "checkpoints", "step4", stage=3)
+
+
+def test_the_pipeline_with_the_gpipe_schedule(cli: Any, tmp_path: Path, examples: Any) -> None:
+    args = ["--schedule=gpipe", "--microbatches=4", "--steps=5"]
+    template = variant(examples.ROOT / "pipeline", tmp_path / "template", args)
+    logs = submit(cli, template, tmp_path / "emulator", "pipeline-example")
+    output = output_folder(tmp_path / "emulator", "pipeline-example")
+    examples.check_pipeline(logs, output / "model", schedule="gpipe")
+
+
+def test_tensor_parallel_and_fsdp_on_one_mesh(cli: Any, tmp_path: Path, examples: Any) -> None:
+    template = examples.ROOT / "tensor_parallel" / "job.yaml"
+    logs = submit(cli, template, tmp_path / "emulator", "tensor-parallel-example")
+    examples.check_tensor_parallel(logs)
+
+
+def test_the_horovod_script_moved_to_ddp(cli: Any, tmp_path: Path, examples: Any) -> None:
+    data = tmp_path / "emulator"
+    logs = submit(cli, examples.ROOT / "horovod_to_ddp" / "job.yaml", data, "horovod-to-ddp-example")
+    examples.check_horovod_to_ddp(logs, data / "gcs")

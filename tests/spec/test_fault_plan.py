@@ -1,0 +1,127 @@
+"""Fault plan files: every kind with its fields, and bad input named by entry, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vertexdist.spec.fault_plan import (
+    GCE_PREEMPTION_GRACE_S,
+    FaultPlanError,
+    FlexWaitFault,
+    MaintenanceFault,
+    PreemptFault,
+    QuotaFault,
+    StockoutFault,
+    load_fault_plan,
+    parse_fault_plan,
+)
+
+PLAN = """\
+- kind: preempt
+  replica: workerpool1-0
+  after: 6s
+  grace: 2s
+  times: 2
+  outcome: worker_restarts
+- kind: stockout
+  location: us-central1
+  machine_type: a2-highgpu-4g
+  times: 100
+- kind: quota
+- kind: maintenance
+  replica: workerpool1-0
+  after: 10s
+- kind: flex_wait
+  wait: 20s
+- kind: flex_wait
+  wait: never
+"""
+
+
+def test_every_kind_reads_with_its_fields(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN)
+    faults = load_fault_plan(path).faults
+    assert faults[0] == PreemptFault(
+        replica="workerpool1-0", after=6.0, grace=2.0, times=2, outcome="worker_restarts"
+    )
+    assert faults[1] == StockoutFault(location="us-central1", machine_type="a2-highgpu-4g", times=100)
+    assert faults[2] == QuotaFault()
+    assert faults[3] == MaintenanceFault(replica="workerpool1-0", after=10.0)
+    assert faults[4] == FlexWaitFault(wait=20.0)
+    assert faults[5] == FlexWaitFault.model_validate({"wait": "never"})
+    assert faults[5].wait is None
+
+
+def test_defaults_are_gce_grace_the_primary_and_the_conservative_outcome() -> None:
+    (fault,) = parse_fault_plan("- kind: preempt\n").faults
+    assert isinstance(fault, PreemptFault)
+    assert (fault.replica, fault.after, fault.grace, fault.times) == (
+        "workerpool0-0",
+        0.0,
+        GCE_PREEMPTION_GRACE_S,
+        1,
+    )
+    assert fault.outcome == "job_fails"
+
+
+def test_an_empty_plan_has_no_faults() -> None:
+    assert parse_fault_plan("").faults == ()
+    assert parse_fault_plan("[]").faults == ()
+
+
+def _problems(text: str) -> list[str]:
+    with pytest.raises(FaultPlanError) as caught:
+        parse_fault_plan(text, "plan.yaml")
+    return [f"{p.one_line()} | {p.hint}" for p in caught.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("- kind: preempt\n- kind: stockot\n", "plan.yaml:2:9: entry 1.kind: kind 'stockot' is not one of"),
+        (
+            "- kind: preempt\n  after: soon\n",
+            "plan.yaml:2:10: entry 0 (preempt).after: 'soon' is not a duration",
+        ),
+        ("- kind: preempt\n  grace: -2s\n", "plan.yaml:2:10: entry 0 (preempt).grace:"),
+        (
+            "- kind: preempt\n  replica: worker1\n",
+            "plan.yaml:2:12: entry 0 (preempt).replica: 'worker1' is not a replica",
+        ),
+        (
+            "- kind: preempt\n  outcome: explode\n",
+            "plan.yaml:2:12: entry 0 (preempt).outcome: 'explode' is not one of",
+        ),
+        (
+            "- kind: quota\n  tims: 1\n",
+            "plan.yaml:2:3: entry 0 (quota).tims: unknown field 'tims' | did you mean 'times'?",
+        ),
+        ("- kind: quota\n  times: 0\n", "plan.yaml:2:10: entry 0 (quota).times:"),
+        (
+            "- kind: quota\n  location: us-centrl1\n",
+            "plan.yaml:2:13: entry 0 (quota).location: 'us-centrl1' is not",
+        ),
+        ("- kind: stockout\n  machine_type: a9-huge\n", "plan.yaml:2:17: entry 0 (stockout).machine_type:"),
+        ("- kind: flex_wait\n", "plan.yaml:1:3: entry 0 (flex_wait).wait: required field 'wait' is missing"),
+        ("- replica: workerpool0-0\n", "plan.yaml:1:3: entry 0.kind: no `kind`"),
+        ("- preempt\n", "plan.yaml:1:3: entry 0: each entry must be a mapping"),
+        ("kind: preempt\n", "plan.yaml:1:1: a fault plan is a YAML list of faults"),
+        ("- kind: [\n", "plan.yaml:"),
+    ],
+)
+def test_bad_input_is_one_clear_error_naming_the_entry(text: str, expected: str) -> None:
+    problems = _problems(text)
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_every_bad_entry_is_reported_at_once() -> None:
+    problems = _problems("- kind: preempt\n  after: x\n- kind: quota\n  tims: 2\n")
+    assert [p.split(":")[1] for p in problems] == ["2", "4"]
+
+
+def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FaultPlanError, match="cannot read the fault plan"):
+        load_fault_plan(tmp_path / "missing.yaml")

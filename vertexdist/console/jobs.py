@@ -1,0 +1,432 @@
+"""What the console's pages show, read through the backends (`backends.create_backend`): the local runs
+(`LocalBackend`; its `tuning` part for tuning runs and their trials) and one Vertex or emulator target
+(`VertexBackend`).
+
+Every job is addressed by a `refs.JobRef`; a ref that names no job raises `NotFound` (the page answers 404),
+a backend that cannot be reached raises `Unavailable` (the page says so; the other source still shows).
+Managed jobs (`submit --managed`) are an extension point: an `AttemptSource` gives a job's attempts; none is
+registered until that feature lands, and no page shows attempts it was not given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from vertexdist.backends.base import (
+    TERMINAL_STATES,
+    JobStatus,
+    LogQuery,
+    LogsPage,
+    ReplicaInfo,
+    StateChange,
+    TuningStatus,
+)
+from vertexdist.console.metrics import ScalarReaders, Series, trial_series
+from vertexdist.console.refs import JobRef, vertex_ref
+from vertexdist.errors import VertexdistError
+from vertexdist.wire.timestamps import parse_ns
+
+if TYPE_CHECKING:
+    from vertexdist.backends.local import LocalBackend
+    from vertexdist.backends.local.tuning import LocalTuningBackend
+    from vertexdist.backends.vertex import VertexBackend
+
+KEEP_ROWS = 100_000  # rows of finished local jobs kept between list pages (see `_kept`)
+KIND_CUSTOM = "custom job"
+KIND_PIPELINE = "pipeline"
+KIND_TUNING = "tuning"
+KIND_MANAGED = "managed"
+KINDS = (KIND_CUSTOM, KIND_PIPELINE, KIND_TUNING, KIND_MANAGED)
+_KIND_OF_COLLECTION = {
+    "trainingPipelines": KIND_PIPELINE,
+    "customJobs": KIND_CUSTOM,
+    "hyperparameterTuningJobs": KIND_TUNING,
+}
+
+
+class NotFound(VertexdistError):
+    """No job of that ref."""
+
+
+class Unavailable(VertexdistError):
+    """A backend did not answer (the emulator stopped, Vertex refused the call)."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a managed job: when it ran, how it ended, and why."""
+
+    number: int
+    state: str
+    start_time: str | None = None
+    end_time: str | None = None
+    reason: str = ""
+    job: JobRef | None = None  # the job this attempt ran as, where it has a page
+
+
+class AttemptSource(Protocol):
+    """What `submit --managed` registers (`Console.attempt_sources`): a job's attempts, or None when the job
+    is not a managed one."""
+
+    def attempts(self, ref: JobRef, status: JobStatus) -> list[Attempt] | None: ...
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One line of the job list."""
+
+    ref: JobRef
+    display_name: str
+    kind: str
+    state: str
+    where: str  # "local", "emulator" or "Vertex"
+    create_time: str | None
+    start_time: str | None
+    end_time: str | None
+    duration_s: float | None
+    cost: float | None  # USD at the price table's prices so far; None where a part is unpriced
+
+    @property
+    def sort_key(self) -> str:
+        return self.create_time or self.start_time or ""
+
+
+@dataclass(frozen=True)
+class JobPage:
+    row: JobRow
+    status: JobStatus
+    replicas: list[ReplicaInfo]
+    timeline: list[StateChange]
+    tuning: TuningStatus | None = None
+    attempts: list[Attempt] | None = None
+    parent: JobRef | None = None  # a trial's tuning run
+    links: list[str] = field(default_factory=list)
+
+
+def _seconds(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return parse_ns(stamp) / 1e9
+    except ValueError:
+        return None
+
+
+def duration_s(status: JobStatus, now: float) -> float | None:
+    """From its start (or creation) to its end, or to now while it runs."""
+    start = _seconds(status.start_time) or _seconds(status.create_time)
+    if start is None:
+        return None
+    end = _seconds(status.end_time)
+    if end is None:
+        end = now if status.state not in TERMINAL_STATES else start
+    return max(0.0, end - start)
+
+
+def job_cost(spec: dict[str, Any], location: str | None, seconds: float | None) -> float | None:
+    from vertexdist.estimate.costs import cost_so_far
+
+    if seconds is None or not location:
+        return None
+    return cost_so_far(spec, location, seconds)
+
+
+def tuning_cost(tuning: TuningStatus, location: str | None, now: float) -> float | None:
+    """Every trial's time on the trial job's machines: each trial runs the job once."""
+    total = 0.0
+    for trial in tuning.trials:
+        start, end = _seconds(trial.start_time), _seconds(trial.end_time)
+        if start is None:
+            continue
+        cost = job_cost(tuning.status.spec, location, max(0.0, (end or now) - start))
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+class Console:
+    """The console's read model over `local` (the runs folder) and `remote` (Vertex or an emulator)."""
+
+    def __init__(
+        self,
+        runs_dir: Path,
+        remote: VertexBackend | None = None,
+        *,
+        cache_dir: Path,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        from vertexdist.backends import create_backend
+        from vertexdist.backends.local import LocalOptions
+
+        self.runs_dir = Path(runs_dir)
+        self.local = cast("LocalBackend", create_backend("local", LocalOptions(runs_dir=self.runs_dir)))
+        self.local_tuning: LocalTuningBackend = self.local.tuning
+        self.remote = remote
+        self.cache_dir = Path(cache_dir)
+        self.clock = clock
+        self.scalar_readers = ScalarReaders()
+        self.attempt_sources: list[AttemptSource] = []
+        self._rows: dict[str, tuple[object, JobRow]] = {}  # local job id -> (its version, its row)
+
+    # --- where ------------------------------------------------------------------------------------
+    @property
+    def remote_where(self) -> str:
+        if self.remote is None:
+            return ""
+        return "emulator" if self.remote.target.is_emulator else "Vertex"
+
+    @property
+    def remote_label(self) -> str:
+        """What the page header says the remote target is."""
+        if self.remote is None:
+            return ""
+        target = self.remote.target
+        return f"{self.remote_where} {target.parent}" + (
+            f" at {target.api_endpoint}" if target.is_emulator else ""
+        )
+
+    def _remote_name(self, ref: JobRef) -> str:
+        if self.remote is None:
+            raise NotFound(f"no Vertex target: {ref.path} is not shown here")
+        return f"{self.remote.target.parent}/{ref.job}"
+
+    # --- the list ---------------------------------------------------------------------------------
+    def rows(self) -> tuple[list[JobRow], list[str]]:
+        """Every job, newest first, and what could not be read (a source that did not answer)."""
+        now = self.clock()
+        rows: list[JobRow] = []
+        problems: list[str] = []
+        for name in self.local.names():
+            try:
+                make = functools.partial(self._local_row_of, name, now)
+                rows.append(self._kept(name, self.local.version(name), make))
+            except VertexdistError:
+                continue  # a folder being written, or removed, between listing and reading
+        for name in self.local_tuning.names():
+            try:
+                make = functools.partial(self._tuning_row_of, name, now)
+                rows.append(self._kept(name, self.local_tuning.version(name), make))
+            except VertexdistError:
+                continue
+        if self.remote is not None:
+            try:
+                found = self.remote.list(limit=500)
+            except VertexdistError as exc:
+                problems.append(f"{self.remote_label}: {exc.message}")
+                found = []
+            for status in found:
+                ref = vertex_ref(status.name)
+                if ref is not None:
+                    rows.append(self._remote_row(ref, status, now))
+        rows.sort(key=lambda row: row.sort_key, reverse=True)
+        return rows, problems
+
+    def _kept(self, name: str, version: object, make: Callable[[], JobRow]) -> JobRow:
+        """The row of a finished local job as made before while its files are unchanged, else made now.
+        (A running job's row is made anew each time: its duration and cost grow.)"""
+        kept = self._rows.get(name)
+        if version is not None and kept is not None and kept[0] == version:
+            return kept[1]
+        row = make()
+        if version is not None and row.state in TERMINAL_STATES:
+            if len(self._rows) >= KEEP_ROWS:
+                self._rows.clear()
+            self._rows[name] = (version, row)
+        return row
+
+    def _row(self, ref: JobRef, status: JobStatus, kind: str, where: str, cost: float | None) -> JobRow:
+        return JobRow(
+            ref=ref,
+            display_name=status.display_name or ref.job,
+            kind=kind,
+            state=status.state,
+            where=where,
+            create_time=status.create_time,
+            start_time=status.start_time,
+            end_time=status.end_time,
+            duration_s=duration_s(status, self.clock()),
+            cost=cost,
+        )
+
+    def _local_row_of(self, name: str, now: float) -> JobRow:
+        return self._local_row(JobRef("local", name), self.local.describe(name), now)
+
+    def _tuning_row_of(self, name: str, now: float) -> JobRow:
+        return self._tuning_row(JobRef("local", name), self.local_tuning.tuning(name), now)
+
+    def _local_row(self, ref: JobRef, status: JobStatus, now: float) -> JobRow:
+        cost = job_cost(status.spec, status.location, duration_s(status, now))
+        return self._row(ref, status, KIND_CUSTOM, "local", cost)
+
+    def _tuning_row(self, ref: JobRef, tuning: TuningStatus, now: float) -> JobRow:
+        cost = tuning_cost(tuning, tuning.status.location, now)
+        return self._row(ref, tuning.status, KIND_TUNING, "local", cost)
+
+    def _remote_row(self, ref: JobRef, status: JobStatus, now: float) -> JobRow:
+        kind = _KIND_OF_COLLECTION[ref.job.split("/")[0]]
+        cost = job_cost(status.spec, status.location, duration_s(status, now))
+        return self._row(ref, status, kind, self.remote_where, cost)
+
+    # --- one job ----------------------------------------------------------------------------------
+    def _call(self, what: Callable[[], Any]) -> Any:
+        """A backend call, its errors as NotFound (no such job) or Unavailable (no answer)."""
+        from vertexdist.backends.errors import ApiCallError
+        from vertexdist.backends.local import UnknownLocalJob
+        from vertexdist.backends.local.tuning import UnknownTuningRun
+
+        try:
+            return what()
+        except (NotFound, Unavailable):
+            raise
+        except (UnknownLocalJob, UnknownTuningRun) as exc:
+            raise NotFound(exc.message) from None
+        except ApiCallError as exc:
+            if exc.status == 404:
+                raise NotFound(exc.message) from None
+            raise Unavailable(exc.message, exc.hint) from None
+        except VertexdistError as exc:
+            raise Unavailable(exc.message, exc.hint) from None
+
+    def is_tuning(self, ref: JobRef) -> bool:
+        if ref.source == "local":
+            return ref.trial is None and self.local_tuning.owns(ref.job)
+        return ref.job.startswith("hyperparameterTuningJobs/")
+
+    def _local_job(self, ref: JobRef) -> tuple[LocalBackend, str]:
+        """The local backend holding `ref`'s job, and its name there (a trial's is its id)."""
+        if ref.trial is None:
+            return self.local, ref.job
+        if not self.local_tuning.owns(ref.job):
+            raise NotFound(f"no tuning run {ref.job}")
+        return self.local_tuning.trial_jobs(ref.job), ref.trial
+
+    def status(self, ref: JobRef) -> JobStatus:
+        """The job's status (what the live view polls)."""
+        if ref.source == "local":
+            if self.is_tuning(ref):
+                return self._call(lambda: self.local_tuning.describe(ref.job))
+            backend, name = self._local_job(ref)
+            return self._call(lambda: backend.describe(name))
+        return self._call(lambda: self._remote().describe(self._remote_name(ref)))
+
+    def _remote(self) -> VertexBackend:
+        if self.remote is None:
+            raise NotFound("no Vertex target: start the console with --endpoint or --project to see its jobs")
+        return self.remote
+
+    def replicas(self, ref: JobRef) -> list[ReplicaInfo]:
+        if self.is_tuning(ref):
+            return []
+        if ref.source == "local":
+            backend, name = self._local_job(ref)
+            return self._call(lambda: backend.replicas(name))
+        return self._call(lambda: self._remote().replicas(self._remote_name(ref)))
+
+    def timeline(self, ref: JobRef) -> list[StateChange]:
+        """The job's state changes (a tuning job's: its trials' starts and ends)."""
+        tuning = self.tuning(ref)
+        if tuning is not None:
+            return tuning.timeline()
+        if ref.source == "local":
+            backend, name = self._local_job(ref)
+            return self._call(lambda: backend.timeline(name))
+        return self._call(lambda: self._remote().timeline(self._remote_name(ref)))
+
+    def page(self, ref: JobRef) -> JobPage:
+        now = self.clock()
+        tuning = self.tuning(ref)
+        status = tuning.status if tuning is not None else self.status(ref)
+        if ref.source == "local":
+            if tuning is not None:
+                row = self._tuning_row(ref, tuning, now)
+                timeline: list[StateChange] = tuning.timeline()
+            else:
+                backend, name = self._local_job(ref)
+                row = self._local_row(ref, status, now)
+                if ref.trial is not None:
+                    parent = self._call(lambda: self.local_tuning.describe(ref.job))
+                    cost = job_cost(status.spec or parent.spec, parent.location, row.duration_s)
+                    row = self._row(ref, status, "trial", "local", cost)
+                timeline = self._call(lambda: backend.timeline(name))
+        else:
+            name = self._remote_name(ref)
+            row = self._remote_row(ref, status, now)
+            timeline = (
+                tuning.timeline() if tuning is not None else self._call(lambda: self._remote().timeline(name))
+            )
+        attempts = None
+        for source in self.attempt_sources:
+            attempts = source.attempts(ref, status)
+            if attempts is not None:
+                row = dataclasses.replace(row, kind=KIND_MANAGED)
+                break
+        return JobPage(
+            row=row,
+            status=status,
+            replicas=[] if tuning is not None else self.replicas(ref),
+            timeline=timeline,
+            tuning=tuning,
+            attempts=attempts,
+            parent=ref.parent,
+            links=[status.console_url] if status.console_url else [],
+        )
+
+    def tuning(self, ref: JobRef) -> TuningStatus | None:
+        """A tuning job's status, study and trials; None for other jobs."""
+        if not self.is_tuning(ref):
+            return None
+        if ref.source == "local":
+            return self._call(lambda: self.local_tuning.tuning(ref.job))
+        return self._call(lambda: self._remote().tuning(self._remote_name(ref)))
+
+    def trial_ref(self, ref: JobRef, trial_id: str, custom_job: str | None) -> JobRef | None:
+        """Where a trial's own job has a page: a local trial's folder, a Vertex trial's CustomJob."""
+        if ref.source == "local":
+            return JobRef("local", ref.job, trial_id)
+        return vertex_ref(custom_job) if custom_job else None
+
+    # --- logs, metrics ----------------------------------------------------------------------------
+    def logs(self, ref: JobRef, cursor: object | None, query: LogQuery) -> LogsPage:
+        """Log lines after `cursor` (the backend's own cursor, kept by the caller between reads)."""
+        if ref.source == "local":
+            if self.is_tuning(ref):
+                return LogsPage(chunks=[])
+            backend, name = self._local_job(ref)
+            return self._call(lambda: backend.logs(name, cursor, query))
+        return self._call(lambda: self._remote().logs(self._remote_name(ref), cursor, query))
+
+    def metrics(self, ref: JobRef) -> list[Series]:
+        """The job's TensorBoard scalars; a tuning job's trial measurements of its objective."""
+        from vertexdist.backends.outputs import NoOutputs, tensorboard_folder
+
+        tuning = self.tuning(ref)
+        if tuning is not None:
+            metric = tuning.study.objective.id if tuning.study else ""
+            return trial_series(tuning.trials, metric) if metric else []
+        series: list[Series] = []
+        if ref.source == "local":
+            backend, name = self._local_job(ref)
+            source_of: Callable[[], Any] = lambda: backend.outputs(name)  # noqa: E731
+        else:
+            source_of = lambda: self._remote().outputs(self._remote_name(ref))  # noqa: E731
+        try:
+            source = self._call(source_of)
+            cache = self.cache_dir / "tensorboard" / ref.path.replace("/", "_")
+            folder = self._call(lambda: tensorboard_folder(source, cache))
+        except (NoOutputs, Unavailable):
+            folder = None
+        if folder is not None:
+            series += self.scalar_readers.scalars(folder)
+        if ref.source == "local" and ref.trial is not None:
+            parent = self.tuning(JobRef("local", ref.job))
+            if parent is not None and parent.study is not None:
+                trials = [t for t in parent.trials if t.id == ref.trial]
+                series += trial_series(trials, parent.study.objective.id)
+        return series

@@ -1,0 +1,1 @@
+"""A folder for PYTHONPATH where `/gcs` cannot be mapped: its `sitecustomize` says why (see gcs_namespace)."""

@@ -1,0 +1,54 @@
+"""Secret-looking values in a request (env entries named SECRET, TOKEN, PASSWORD, KEY, CREDENTIAL), masked
+for every printout, and their values, to mask them in log text too. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MASK = "********"
+_SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def secret_values(spec: dict[str, Any]) -> tuple[str, ...]:
+    """The values of a CustomJobSpec's secret-looking env entries, to mask them in text (logs)."""
+    values = []
+    for pool in spec.get("workerPoolSpecs") or []:
+        code = (pool or {}).get("pythonPackageSpec") or (pool or {}).get("containerSpec") or {}
+        for entry in code.get("env") or []:
+            if is_secret_name(str(entry.get("name", ""))) and entry.get("value"):
+                values.append(str(entry["value"]))
+    return tuple(dict.fromkeys(values))
+
+
+def mask_text(text: str, secrets: tuple[str, ...]) -> str:
+    """Text with every secret value replaced (longest first, so overlapping values stay hidden)."""
+    for value in sorted(secrets, key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text
+
+
+def mask_secrets(obj: Any) -> Any:
+    """A copy of `obj` with secret-looking values masked, for printing.
+
+    Masks `{name, value}` env entries whose name looks secret (SECRET, TOKEN, PASSWORD, KEY, CREDENTIAL),
+    and string values under UPPER_CASE keys that look secret (env and build-arg mappings).
+    """
+    if isinstance(obj, list):
+        return [mask_secrets(item) for item in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if set(obj) == {"name", "value"} and isinstance(obj["name"], str) and is_secret_name(obj["name"]):
+        return {"name": obj["name"], "value": MASK}
+    masked: dict[Any, Any] = {}
+    for key, value in obj.items():
+        if isinstance(key, str) and key.isupper() and is_secret_name(key) and isinstance(value, str):
+            masked[key] = MASK
+        else:
+            masked[key] = mask_secrets(value)
+    return masked
