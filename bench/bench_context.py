@@ -127,12 +127,13 @@ class StandInBuilder:
 
 def second_run_figures() -> None:
     os.environ.setdefault("NO_GCE_CHECK", "true")
-    from gcp_storage_emulator.server import create_server
+    from vertexdist.emulator.gcs import StorageEmulator
 
-    server = create_server("127.0.0.1", 0, in_memory=True, default_bucket="vd-staging")
+    server = StorageEmulator()
     server.start()
     try:
-        os.environ["STORAGE_EMULATOR_HOST"] = f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
+        server.ensure_bucket("vd-staging")
+        os.environ["STORAGE_EMULATOR_HOST"] = server.endpoint
         from google.cloud import storage
 
         from vertexdist.spec import load_template

@@ -48,3 +48,19 @@ def last_lines(path: Path, count: int = TAIL_LINES) -> list[str]:
     except OSError:
         return []
     return data.decode(errors="replace").splitlines()[-count:]
+
+
+# Vertex's error message of a failed job carries the failing replica's last lines (its traceback); so do
+# the emulator's jobs and both kinds of tuning trials.
+MESSAGE_TAIL_LINES = 10
+MESSAGE_TAIL_CHARS = 300
+
+
+def replica_tail(log: Path | None) -> str:
+    """The last lines of a replica's log, trimmed, to follow an error message (empty if there are none)."""
+    lines = [line for line in last_lines(log, 4 * MESSAGE_TAIL_LINES) if line.strip()] if log else []
+    trimmed = [
+        line if len(line) <= MESSAGE_TAIL_CHARS else line[: MESSAGE_TAIL_CHARS - 3] + "..."
+        for line in lines[-MESSAGE_TAIL_LINES:]
+    ]
+    return "".join(f"\n{line}" for line in trimmed)

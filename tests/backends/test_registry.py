@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vertexdist.backends import BACKENDS, backend_class, create_backend
+from vertexdist.backends import BACKENDS, BackendNotFound, backend_class, create_backend
 from vertexdist.backends.base import Backend
 from vertexdist.backends.config import Target
 from vertexdist.backends.local.prepare import LocalOptions
@@ -51,7 +51,7 @@ def test_an_unknown_backend_is_a_usage_error() -> None:
 def test_create_backend_makes_each_for_its_target(tmp_path: Path) -> None:
     target = Target(project="p", location="us-central1")
     vertex = create_backend("vertex", target)
-    assert type(vertex).__name__ == "VertexBackend" and vertex.target == target  # type: ignore[attr-defined]
+    assert type(vertex).__name__ == "VertexBackend" and vertex.target == target
     local = create_backend("local", LocalOptions(runs_dir=tmp_path))
     assert local.list() == []  # no run folders there yet
 
@@ -64,3 +64,13 @@ def test_naming_the_backends_imports_none() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "line", ["vertexdist.backends.local:NoSuchBackend", "vertexdist.backends.local.prepare:RUNS_DIR"]
+)
+def test_a_registry_line_naming_no_class_says_which(monkeypatch: pytest.MonkeyPatch, line: str) -> None:
+    monkeypatch.setitem(BACKENDS, "broken", line)
+    with pytest.raises(BackendNotFound) as caught:
+        backend_class("broken")
+    assert line in str(caught.value) and "vertexdist/backends/__init__.py" in (caught.value.hint or "")

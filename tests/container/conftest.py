@@ -4,7 +4,6 @@ build templates are in tests/conftest.py, shared with the local backend's tests)
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,21 +16,16 @@ STAGING_BUCKET = "vd-staging"
 @pytest.fixture
 def gcs_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The Cloud Storage emulator in this process; STORAGE_EMULATOR_HOST points at it."""
-    from gcp_storage_emulator.server import create_server
+    from vertexdist.emulator.gcs import StorageEmulator
 
-    server = create_server("127.0.0.1", 0, in_memory=True, default_bucket=STAGING_BUCKET)
+    server = StorageEmulator()
     server.start()
     try:
-        # Its port is only reachable through a private attribute (see docs/reference/sdk-offline.md §3).
-        port = server._api._httpd.server_address[1]
-        with socket.create_connection(("127.0.0.1", port), timeout=5):
-            pass
-        host = f"http://127.0.0.1:{port}"
-        monkeypatch.setenv("STORAGE_EMULATOR_HOST", host)
+        server.ensure_bucket(STAGING_BUCKET)
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.endpoint)
         monkeypatch.setenv("NO_GCE_CHECK", "true")
-        yield host
+        yield server.endpoint
     finally:
-        # A server left running keeps the interpreter from exiting (its thread is not a daemon).
         server.stop()
 
 

@@ -1,7 +1,7 @@
-"""Fixtures for the emulator and submit tests: a real emulator (Vertex REST + gcp-storage-emulator).
+"""Fixtures for the emulator and submit tests: a real emulator (Vertex REST + its Cloud Storage).
 
 Replicas are cheap stand-ins (`python -c ...` containers, tiny trainer scripts) wherever the trainer itself
-is not under test. Every emulator is stopped in a finalizer: the storage server's thread is not a daemon.
+is not under test. Every emulator is stopped in a finalizer.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,72 @@ def test_a_job_without_an_output_folder_says_so(emu: Emulator, job_client: Any, 
     )
     code, _, err = cli("outputs", job.name)
     assert code == 1 and "names no output folder" in err and "base_output_dir" in err
+
+
+def wait_until_done(job_client: Any, name: str) -> Any:
+    deadline = time.monotonic() + 60
+    while True:
+        job = job_client.get_custom_job(name=name)
+        if job.state.name in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"):
+            return job
+        assert time.monotonic() < deadline, "the job did not end"
+        time.sleep(0.05)
+
+
+def writer_job(job_client: Any, pool: Any, files: dict[str, bytes]) -> str:
+    """A job whose replica writes `files` (path under its output folder -> bytes); its name."""
+    code = (
+        "import os, pathlib\n"
+        "out = pathlib.Path(os.environ['VERTEXDIST_GCS_ROOT'], os.environ['AIP_MODEL_DIR'][5:]).parent\n"
+        f"for path, data in {files!r}.items():\n"
+        "    (out / path).parent.mkdir(parents=True, exist_ok=True)\n"
+        "    (out / path).write_bytes(data)\n"
+    )
+    spec = {
+        "worker_pool_specs": [pool(code)],
+        "base_output_directory": {"output_uri_prefix": f"gs://vd-staging/out/{secrets.token_hex(4)}"},
+    }
+    job = job_client.create_custom_job(parent=PARENT, custom_job={"display_name": "writer", "job_spec": spec})
+    return str(job.name)
+
+
+def test_an_empty_file_is_published_with_every_other(job_client: Any, pool: Any, cli: Any) -> None:
+    # Ray Train writes an empty .validate_storage_marker; the files after it were lost with it (issue 27).
+    files = {"a.txt": b"a", "model/.validate_storage_marker": b"", "model/weights.bin": b"w" * 100, "z": b"z"}
+    name = writer_job(job_client, pool, files)
+    assert wait_until_done(job_client, name).state.name == "JOB_STATE_SUCCEEDED"
+    code, out, err = cli("outputs", name, "--json")
+    assert code == 0, err
+    assert {f["path"]: f["size"] for f in json.loads(out)["files"]} == {k: len(v) for k, v in files.items()}
+
+
+def test_outputs_that_cannot_be_published_fail_the_job_and_say_which(
+    job_client: Any, pool: Any, cli: Any
+) -> None:
+    # Cloud Storage takes no object name with a line feed; the other files are still published.
+    files = {"fine.txt": b"fine", "bad\nname.txt": b"bad"}
+    name = writer_job(job_client, pool, files)
+    job = wait_until_done(job_client, name)
+    assert job.state.name == "JOB_STATE_FAILED"
+    assert "1 of 2 output file(s)" in job.error.message and "'bad\\nname.txt'" in job.error.message
+    _code, out, err = cli("status", name)
+    assert "could not be published" in out + err
+    _code, out, err = cli("outputs", name, "--json")
+    assert [f["path"] for f in json.loads(out)["files"]] == ["fine.txt"]
+
+
+@pytest.mark.timeout(300)
+def test_a_storage_emulator_that_is_gone_is_said_at_once_and_leaves_no_part(
+    finished_job: tuple[str, Path], cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name, _wrote = finished_job
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", dead)
+    started = time.monotonic()
+    code, _out, err = cli("outputs", name, "--download", str(tmp_path / "got"))
+    assert time.monotonic() - started < 20  # not the storage client's two minutes of retries
+    assert code == 1 and "internal error" not in err
+    assert f"nothing answers at {dead}" in err and "STORAGE_EMULATOR_HOST" in err
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -57,9 +59,15 @@ def test_a_taken_api_port_is_a_clear_error_and_leaves_nothing_behind(tmp_path: P
 
 
 def test_the_storage_thread_cannot_hang_interpreter_exit(tmp_path: Path) -> None:
-    with Emulator() as emu:
-        api_thread = emu.storage._server._api
-        assert api_thread.daemon
+    # An emulator never stopped (a crashed test, a script that forgot) must not keep Python from exiting.
+    code = (
+        "from vertexdist.emulator import Emulator\n"
+        f"emu = Emulator(data_dir={str(tmp_path / 'data')!r}).start()\n"
+        "print(emu.storage.port, flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().isdigit()
 
 
 @pytest.mark.parametrize(

@@ -324,3 +324,46 @@ def test_render_request_and_submit_dry_run_print_the_same_request(cli: Any, writ
     assert code == 0
     assert json.loads(dry_run) == json.loads(rendered)
     assert json.loads(rendered)["trainingPipeline"]["labels"]["vertexdist-request"]
+
+
+def test_procs_per_replica_is_refused_without_the_emulator(cli: Any, write_template: Any) -> None:
+    path = write_template(name="procs-without-emulator")
+    for extra in (["--dry-run"], []):
+        code, out, err = cli("submit", str(path), *extra, "--procs-per-replica", "2")
+        assert code == 2 and not out
+        assert "--procs-per-replica 2 applies to jobs the emulator runs" in err and "--emulator" in err
+
+
+def test_a_gpu_template_gets_as_many_processes_per_replica_on_the_emulator_as_under_local_run(
+    emu: Emulator, cli: Any, tmp_path: Path, job_client: Any, pool: Any
+) -> None:
+    # Two replicas with 2 L4s each: world size 4 under local-run (one process per GPU), and so here.
+    folder = tmp_path / "gpu-job"
+    folder.mkdir()
+    (folder / "train.py").write_text("print('hello')\n")
+    path = folder / "job.yaml"
+    path.write_text(
+        "display_name: gpu-procs\nproject: test-proj\nlocation: us-central1\n"
+        "staging_bucket: gs://vd-staging/staging\n"
+        "container_uri: us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest\n"
+        "machine_type: g2-standard-24\naccelerator_type: NVIDIA_L4\naccelerator_count: 2\nreplica_count: 2\n"
+        "trainer:\n  script: train.py\n  launcher: torchrun\n"
+    )
+    code, out, err = cli("local-run", str(path), "--plan", "--json")
+    assert code == 0, err
+    planned = {r["name"]: r["env"]["VERTEXDIST_NPROC_PER_NODE"] for r in json.loads(out)["replicas"]}
+    assert planned == {"workerpool0-0": "2", "workerpool1-0": "2"}
+    gpu_pool = pool(
+        "import os; print('nproc', os.environ['VERTEXDIST_NPROC_PER_NODE'])",
+        machine="g2-standard-24",
+        accelerator_type="NVIDIA_L4",
+        accelerator_count=2,
+    )
+    job = job_client.create_custom_job(
+        parent="projects/test-proj/locations/us-central1",
+        custom_job={"display_name": "gpu-procs", "job_spec": {"worker_pool_specs": [gpu_pool, gpu_pool]}},
+    )
+    done = emu.store.wait_until(job.name, lambda j: j["state"].endswith(("SUCCEEDED", "FAILED")), 60)
+    assert done is not None and done["state"] == "JOB_STATE_SUCCEEDED", done
+    logs = {name: log.read_text() for name, log in emu.service.log_files(job.name).items()}
+    assert {name: log.split("nproc ")[1].split()[0] for name, log in logs.items()} == planned

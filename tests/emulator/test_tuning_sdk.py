@@ -126,7 +126,7 @@ def test_run_tunes_and_every_trial_reads_back(
     assert job.resource_name in [j.resource_name for j in aiplatform.HyperparameterTuningJob.list()]
 
 
-def test_failing_trials_fail_the_job_at_max_failed_trial_count(aiplatform: Any) -> None:
+def test_failing_trials_fail_the_job_at_max_failed_trial_count(aiplatform: Any, cli: Any) -> None:
     from google.cloud.aiplatform import hyperparameter_tuning as hpt
 
     job = hpt_job(
@@ -145,6 +145,11 @@ def test_failing_trials_fail_the_job_at_max_failed_trial_count(aiplatform: Any) 
     assert [t.state.name for t in job.trials] == ["SUCCEEDED", "INFEASIBLE", "SUCCEEDED", "INFEASIBLE"]
     failed = [t.infeasible_reason for t in job.trials if t.state.name == "INFEASIBLE"]
     assert all("exited with a non-zero status of 1" in reason for reason in failed)
+    # `vertexdist trials` says why each failed trial failed: its replica's last lines.
+    code, out, _err = cli("trials", job.resource_name)
+    assert code == 1
+    assert "trial 2 INFEASIBLE: The replica workerpool0-0 exited with a non-zero status of 1" in out
+    assert "\n    failing on purpose for units=2\n" in out and "units=4\n" in out
 
 
 def test_cancel_stops_the_trials_then_delete(

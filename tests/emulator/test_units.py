@@ -186,7 +186,9 @@ def test_the_emulator_refuses_exactly_what_validate_refuses(
 
 
 def test_the_replica_tail_keeps_the_last_lines_trimmed(tmp_path: Any) -> None:
-    from vertexdist.emulator.local_runner import TAIL_LINE_CHARS, TAIL_LINES, replica_tail
+    from vertexdist.log_files import MESSAGE_TAIL_CHARS as TAIL_LINE_CHARS
+    from vertexdist.log_files import MESSAGE_TAIL_LINES as TAIL_LINES
+    from vertexdist.log_files import replica_tail
 
     log = tmp_path / "workerpool0-0.log"
     log.write_text("".join(f"line {i}\n" for i in range(30)) + "\n\n" + "y" * 1000 + "\n")
@@ -194,3 +196,32 @@ def test_the_replica_tail_keeps_the_last_lines_trimmed(tmp_path: Any) -> None:
     assert tail[0] == "" and len(tail) == TAIL_LINES + 1  # it follows the message on new lines
     assert tail[1] == "line 21" and tail[-1] == "y" * (TAIL_LINE_CHARS - 3) + "..."
     assert replica_tail(tmp_path / "missing.log") == "" and replica_tail(None) == ""
+
+
+@pytest.mark.parametrize(
+    ("package", "output", "refused"),
+    [
+        ("gs://b/p.tar.gz", "gs://b/out", []),
+        ("gs://b/p.tar.gz", "gs://b", []),
+        ("/tmp/p.tar.gz", "gs://b/out", ["packageUris"]),
+        ("gs://b", "gs://b/out", ["packageUris"]),  # a bucket is not a package
+        ("gs://b/p.tar.gz", "gs://", ["outputUriPrefix"]),  # no bucket
+        ("gs://b/p.tar.gz", "/tmp/out", ["outputUriPrefix"]),
+    ],
+)
+def test_the_emulator_reads_gs_uris_as_the_wire_parser_does(
+    package: str, output: str, refused: list[str]
+) -> None:
+    from vertexdist.emulator.validation import job_spec_problems
+
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": 1,
+        "pythonPackageSpec": {"executorImageUri": "i", "packageUris": [package], "pythonModule": "m"},
+    }
+    spec = {"workerPoolSpecs": [pool], "baseOutputDirectory": {"outputUriPrefix": output}}
+    problems = job_spec_problems(spec)
+    assert [
+        field for field in ("packageUris", "outputUriPrefix") if any(field in p for p in problems)
+    ] == refused
+    assert len(problems) == len(refused), problems

@@ -76,3 +76,14 @@ def test_gpus_come_from_the_driver_unless_cuda_visible_devices_says(tmp_path: Pa
         (proc / bus).mkdir(parents=True)
     assert count_gpus({}, proc=proc) == 2
     assert count_gpus({"CUDA_VISIBLE_DEVICES": "1"}, proc=proc) == 1
+
+
+def test_the_host_counts_the_drivers_gpus_as_the_launcher_does(tmp_path: Path) -> None:
+    proc = tmp_path / "gpus"
+    proc.mkdir()
+    assert host_gpus({}, proc=proc) == [] == list(range(count_gpus({}, proc=proc)))
+    for bus in ("0000:00:04.0", "0000:00:05.0", "0000:00:06.0"):
+        (proc / bus).mkdir()
+    assert host_gpus({}, proc=proc) == ["0", "1", "2"]
+    assert len(host_gpus({}, proc=proc)) == count_gpus({}, proc=proc)
+    assert host_gpus({"CUDA_VISIBLE_DEVICES": "2,0"}, proc=proc) == ["2", "0"]

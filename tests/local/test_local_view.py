@@ -39,6 +39,21 @@ def test_prefixed_view_aligns_names(tmp_path: Path) -> None:
     assert out.getvalue().splitlines() == ["workerpool1-0 | hello", "workerpool0-0 | "]
 
 
+def test_piped_lines_carry_no_terminal_codes() -> None:
+    # Ray colours its `(Worker pid=...)` prefixes and tqdm redraws bars in place: 125 escape codes in one
+    # piped local-run (issue 27). What a terminal would have shown is what a pipe gets.
+    out = io.StringIO()
+    view = PrefixedView(out)
+    view.log("workerpool0-0", "\x1b[36m(RayTrainWorker pid=7)\x1b[0m epoch 1, loss 0.5")
+    view.log("workerpool0-0", "  3%|▎         | 1/30\r 50%|█████     | 15/30\x1b[A")
+    view.log("workerpool0-0", "plain [brackets] stay")
+    assert out.getvalue().splitlines() == [
+        "workerpool0-0 | (RayTrainWorker pid=7) epoch 1, loss 0.5",
+        "workerpool0-0 |  50%|█████     | 15/30",
+        "workerpool0-0 | plain [brackets] stay",
+    ]
+
+
 def test_live_table_and_summary_of_a_failed_job(tmp_path: Path, record_dir: Path, kit: Any) -> None:
     spec = kit.standin_spec(record_dir, workers=1, extra=["--sleep", "30", "--fail", "workerpool1-0:4"])
     ctx = JobContext(job_id="v", project="my-project", region="us-central1", gcs_root=str(tmp_path / "gcs"))

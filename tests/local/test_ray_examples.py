@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ def check_train(logs: Path, gcs_root: Path) -> None:
     [cluster] = [m for line in lines if (m := CLUSTER_LINE.match(line))]
     nodes, num_workers = set(cluster.group(1).split(", ")), int(cluster.group(2))
     assert len(nodes) == 2 and num_workers == 2  # one CPU worker per node
-    reports = {m.groups()[:4] for line in lines if (m := WORKER_LINE.search(line))}
+    printed = Counter(m.groups()[:4] for line in lines if (m := WORKER_LINE.search(line)))
+    assert set(printed.values()) == {1}, printed  # each print once (Ray Train's print patch doubled them)
+    reports = set(printed)
     # Every worker reported every epoch, in a world of ScalingConfig.num_workers, spread over both nodes.
     assert {(rank, epoch) for rank, _, _, epoch in reports} == {
         (str(r), str(e)) for r in range(2) for e in range(3)
@@ -65,6 +68,19 @@ def check_tune(logs: Path, samples: int = 8, max_epochs: int = 10) -> None:
     assert min(epochs) < max_epochs, f"ASHA stopped no trial early: {epochs}"
     assert max(epochs) == max_epochs  # the best went the whole way
     assert any(line.startswith("Best accuracy: ") for line in lines)
+
+
+def check_readable(output: str, logs: Path) -> None:
+    """What a piped run prints: no terminal codes, no progress bars, none of Ray's PlacementGroupCleaner
+    warnings, and folders that exist where Ray names its files (not a link that is gone)."""
+    head = (logs / "workerpool0-0.log").read_text()
+    assert "\x1b" not in output
+    for text in (output, head):
+        assert "Failed to query Ray Train Controller actor state" not in text
+        assert "PlacementGroupCleaner" not in text
+        assert not re.search(r"\d+%\|", text) and "row/s]" not in text, "a progress bar"
+    for path in re.findall(r"(?:tensorboard --logdir|Full logs are in) `?([^\s`]+)", head):
+        assert Path(path).exists(), path
 
 
 def vertexdist(*args: str, cwd: Path) -> subprocess.Popen[str]:
@@ -106,9 +122,12 @@ def test_the_ray_examples_run_through_local_run_and_the_emulator_side_by_side(
 
     check_train(train / "logs", train / "gcs")
     check_tune(tune / "logs")
+    check_readable(outputs["local-run train"], train / "logs")
+    check_readable(outputs["local-run tune"], tune / "logs")
     for run in (train, tune):  # every Ray node stopped with its job
         assert kit.job_processes(kit.replica_groups(run), run) == []
 
     assert "job SUCCEEDED: ray-train-example" in outputs["submit --emulator train"]
     [job] = list((data / "jobs").iterdir())
     check_train(job / "logs", data / "gcs")  # the emulator's Cloud Storage
+    check_readable(outputs["submit --emulator train"], job / "logs")

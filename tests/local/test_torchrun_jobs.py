@@ -147,3 +147,50 @@ def test_restart_job_on_worker_restart_restarts_the_whole_job(workdir: Path, tmp
     first, second = log.split("----- vertexdist: job restart 1 -----")
     assert "workerpool1-0 failed: local rank 1 (global rank 3) exited with status 3" in first
     assert "rank 3 attempt 0" in second
+
+
+TEMP_USER = """\
+import os, tempfile
+print("temp", os.environ["RANK"], tempfile.gettempdir(), flush=True)
+"""
+
+
+def test_replicas_keep_their_temp_files_in_the_job_folder_and_leave_none(
+    workdir: Path, tmp_path: Path
+) -> None:
+    # torchrun makes torchelastic_* folders in the temp folder and never removes them: 2 per job (issue 27).
+    machine_temp = tmp_path / "machine-tmp"
+    machine_temp.mkdir()
+    template = write_template(tmp_path, TEMP_USER)
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out)],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(machine_temp)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = {
+        line.split()[-2]: line.split()[-1]
+        for log in (out / "logs").glob("*.log")
+        for line in log.read_text().splitlines()
+        if line.startswith("temp ")
+    }
+    assert set(seen) == {"0", "1", "2", "3"}
+    assert {str(Path(folder).parent) for folder in seen.values()} == {str(out / "tmp")}
+    assert not (out / "tmp").exists()  # removed with the job's processes
+    # Only vertexdist's own port claims (<temp>/vertexdist-<uid>) are left there: no torchelastic_* folder.
+    assert [p.name for p in machine_temp.iterdir()] == [f"vertexdist-{os.getuid()}"]
+
+    # The launcher's account of what it starts is INFO, not ERROR: `logs --severity ERROR` of a job that
+    # succeeded has none of it (issue 27).
+    def logs(*extra: str) -> str:
+        args = [sys.executable, "-m", "vertexdist", "logs", str(out), *extra]
+        done = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "vertexdist_launcher: workerpool0-0 is node 0 of 2" in logs()
+    assert "vertexdist_launcher" not in logs("--severity", "ERROR")

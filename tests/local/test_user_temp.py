@@ -62,6 +62,25 @@ def test_port_claims_and_ray_links_live_in_the_users_folder() -> None:
         ray_node.remove_link(link)
 
 
+def test_a_replicas_ray_links_go_to_the_machines_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A local run's replica has a TMPDIR in the job's folder, as long as what the link shortens: its links
+    # go to the temp folder the replica would have had (VERTEXDIST_HOST_TMPDIR), where they are short.
+    machine = tmp_path / "t"
+    machine.mkdir()
+    replica_temp = tmp_path / ("r" * 60)
+    replica_temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(replica_temp))
+    monkeypatch.setenv("VERTEXDIST_HOST_TMPDIR", str(machine))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    _short, link = ray_node.short_temp_dir(replica_temp / "ray")
+    try:
+        assert link is not None and link.parent == machine / f"vxray-{os.getuid()}"
+    finally:
+        ray_node.remove_link(link)
+
+
 NOBODY_RUN = """
 import json, sys
 from pathlib import Path

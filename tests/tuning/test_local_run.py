@@ -110,6 +110,12 @@ def test_failing_trials_count_against_max_failed_trial_count(
     assert summary["state"] == "JOB_STATE_FAILED"
     assert [t["state"] for t in summary["trials"]] == ["SUCCEEDED", "INFEASIBLE", "SUCCEEDED", "INFEASIBLE"]
     assert "exited with a non-zero status of 1" in summary["trials"][1]["infeasibleReason"]
+    # The cause, not only the exit status: the failed trial's last lines, in the summary and as it ran.
+    assert "failing on purpose for units=2" in summary["trials"][1]["infeasibleReason"]
+    shown = result.stdout.split(
+        "trial 2 INFEASIBLE: The replica workerpool0-0 exited with a non-zero status of 1.\n"
+    )
+    assert len(shown) == 2 and "\n    failing on purpose for units=2\n" in shown[1].split("trial 3 ")[0]
 
 
 def test_where_gcs_cannot_be_mapped_the_run_says_why_once_and_each_trial_fails_with_it(

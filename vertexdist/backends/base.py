@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from vertexdist.spec.models import JobTemplate
 from vertexdist.wire.study import StudySpec
@@ -334,13 +334,3 @@ class Backend(Protocol[RequestT]):
 
 
 ProgressFn = Callable[[int, int], None]
-
-
-@runtime_checkable
-class Staging(Protocol):
-    """A backend whose jobs read their code from remote storage (Vertex): before `schedule`, the service
-    checks for the same request sent moments ago and uploads the package."""
-
-    def recent_duplicates(self, submission: Any, within_s: float) -> list[JobStatus]: ...
-
-    def upload(self, submission: Any, progress: ProgressFn | None = None) -> bool: ...

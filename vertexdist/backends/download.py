@@ -2,9 +2,10 @@
 
 Each file is fetched into `.<name>.<version>.part` beside where it goes (the version is the object's
 generation, so a part of an older object is never continued), continued from the part's size after an
-interruption, checked against the source's checksum (md5; crc32c where Cloud Storage has no md5, as for
-composite objects) and only then renamed into place. A file already there with the same checksum is
-skipped. A continued part that fails its check is fetched once more from the start.
+interruption (a part that received nothing is not kept), checked against the source's checksum (md5;
+crc32c where Cloud Storage has no md5, as for composite objects) and only then renamed into place. A file
+already there with the same checksum is skipped. A continued part that fails its check is fetched once more
+from the start.
 """
 
 from __future__ import annotations
@@ -95,7 +96,12 @@ def download(
             report.resumed[file.path] = had
             if progress is not None:
                 progress(file, had)
-        _fetch(source, file, part, progress)
+        try:
+            _fetch(source, file, part, progress)
+        except BaseException:
+            if part.is_file() and part.stat().st_size == 0:
+                part.unlink()  # nothing arrived: no part to continue from, so none is left behind
+            raise
         if expected and local_checksum(part, kind) != expected and had:
             part.unlink()  # what was there before did not belong to this object after all: once more, whole
             _fetch(source, file, part, progress)

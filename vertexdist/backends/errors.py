@@ -91,7 +91,13 @@ def hint_for(status: int | None, message: str, project: str, location: str, *, c
 
 
 def api_error(
-    exc: BaseException, what: str, project: str, location: str, *, endpoint: str | None = None
+    exc: BaseException,
+    what: str,
+    project: str,
+    location: str,
+    *,
+    endpoint: str | None = None,
+    endpoint_variable: str = "VERTEX_API_ENDPOINT",
 ) -> ApiCallError:
     """A user-facing error for a failed call: the server's own message first, then what to do."""
     status = status_of(exc)
@@ -100,7 +106,7 @@ def api_error(
     if endpoint and is_unreachable(exc):
         hint = (
             f"nothing answers at {endpoint}: start the emulator (vertexdist emulator start) and set"
-            " VERTEX_API_ENDPOINT to the address it prints, or unset it to use Vertex AI"
+            f" {endpoint_variable} to the address it prints, or unset it to use Vertex AI"
             if endpoint.startswith("http://")
             else f"check the network and the endpoint {endpoint}"
         )

@@ -23,8 +23,11 @@ def start(
         0, "--gcs-port", min=0, max=65535, help="Cloud Storage port (0: any free one)."
     ),
     data_dir: Path = typer.Option(DEFAULT_DATA_DIR, "--data-dir", help="Jobs, logs and buckets live here."),
-    procs_per_replica: int = typer.Option(
-        1, "--procs-per-replica", min=1, help="Worker processes per replica."
+    procs_per_replica: int | None = typer.Option(
+        None,
+        "--procs-per-replica",
+        min=1,
+        help="Worker processes per replica (default: the machine's GPUs, 1 without; as local-run).",
     ),
     hold_get: float = typer.Option(
         0.0,
@@ -33,10 +36,17 @@ def start(
         help="Answer a Get of an unfinished job only when it ends or after this many s.",
     ),
     verbose: bool = typer.Option(False, "--verbose", help="Log every request on stderr."),
+    fault_plan: Path | None = typer.Option(
+        None,
+        "--fault-plan",
+        help="YAML list of capacity faults to inject: preempt, stockout, quota, flex_wait.",
+    ),
 ) -> None:
     """Serve until stopped; prints VERTEX_API_ENDPOINT=... and STORAGE_EMULATOR_HOST=..., one per line."""
     from vertexdist.emulator import Emulator
+    from vertexdist.spec.fault_plan import load_fault_plan
 
+    plan = load_fault_plan(fault_plan) if fault_plan is not None else None
     emu = Emulator(
         port=port,
         gcs_port=gcs_port,
@@ -44,6 +54,7 @@ def start(
         procs_per_replica=procs_per_replica,
         hold_get_s=hold_get,
         verbose=verbose,
+        fault_plan=plan,
     )
     stop = threading.Event()
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 import typer
+
+from vertexdist.cli.plain_text import plain
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobStatus, LogChunk
@@ -81,6 +84,8 @@ def print_chunk(chunk: LogChunk, status: JobStatus, *, as_json: bool) -> None:
     from vertexdist.render import mask_text
 
     text = mask_text(chunk.text, status.secret_values)
+    if as_json or not sys.stdout.isatty():
+        text = "\n".join(plain(line) for line in text.splitlines())
     if as_json:
         for line in text.splitlines() or [""]:
             record = {"replica": chunk.replica, "line": line, "severity": chunk.severity}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.backends.base import JobEvent, JobHandle, ReplicaState
+from vertexdist.cli.plain_text import plain
 
 _STATE_STYLE = {
     ReplicaState.PENDING: "dim",
@@ -42,6 +43,7 @@ class LiveView:
             self._message = event.message
 
     def log(self, replica: str, line: str) -> None:
+        line = plain(line)  # a table cell: the text, not the codes that colour or redraw it
         if line.strip():
             self._last[replica] = line
 

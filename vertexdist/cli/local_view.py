@@ -1,7 +1,7 @@
 """What `local-run` shows while a job runs: a rich live table on a terminal, prefixed log lines otherwise,
-or JSON event lines (`--json`) for scripts, fed by the local backend's events and log files. Every replica's
-full log stays in its file; views only tail them. The follow loop that feeds them is the service's
-(`vertexdist.jobs.local_run.follow_local`).
+or JSON event lines (`--json`) for scripts (both without terminal codes: `plain_text`), fed by the local
+backend's events and log files. Every replica's full log stays in its file; views only tail them. The follow
+loop that feeds them is the service's (`vertexdist.jobs.local_run.follow_local`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from vertexdist.backends.base import JobEvent, JobHandle, ReplicaState
+from vertexdist.cli.plain_text import plain
 
 if TYPE_CHECKING:
     from vertexdist.cli.local_live import LiveView
@@ -89,7 +90,7 @@ class PrefixedView(View):
             self._line("vertexdist", f"{event.replica.name} started, pid {event.replica.pid}")
 
     def log(self, replica: str, line: str) -> None:
-        self._line(replica, line)
+        self._line(replica, plain(line))
 
 
 class JsonView(View):
@@ -107,7 +108,7 @@ class JsonView(View):
         self._write(_event_dict(self._job_id, event))
 
     def log(self, replica: str, line: str) -> None:
-        self._write({"event": "log", "job_id": self._job_id, "replica": replica, "line": line})
+        self._write({"event": "log", "job_id": self._job_id, "replica": replica, "line": plain(line)})
 
 
 def choose_view(

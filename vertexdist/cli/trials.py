@@ -113,6 +113,10 @@ def trials(
                 else None
             )
             typer.echo(f"best: trial {best.id} ({found.study.objective.id} {_value(value)})")
+        from vertexdist.cli.tuning_view import failure_lines
+
+        for line in failure_lines(found.trials):  # why each failed trial failed: its replica's last lines
+            typer.echo(line)
         if status.error:
             typer.echo(f"error: {status.error}", err=True)
     if found.status.state in FAILED_STATES:

@@ -39,6 +39,23 @@ def latest_value(trial: Trial, metric: str) -> tuple[float | None, int | None]:
     return None, None
 
 
+def reason_lines(trial: Trial, indent: str = "    ") -> list[str]:
+    """A trial's infeasible reason: its first line, then the failed replica's last lines (its cause) indented
+    below it."""
+    first, *rest = (trial.infeasible_reason or "").splitlines() or [""]
+    return [first, *(f"{indent}{line}" for line in rest)]
+
+
+def failure_lines(trials: tuple[Trial, ...] | list[Trial]) -> list[str]:
+    """`trial 2 INFEASIBLE: <why>` and its cause, for each trial whose job failed."""
+    lines: list[str] = []
+    for trial in trials:
+        if trial.state == "INFEASIBLE" and trial.infeasible_reason:
+            first, *cause = reason_lines(trial)
+            lines += [f"trial {trial.id} INFEASIBLE: {first}", *cause]
+    return lines
+
+
 class TuningView:
     def start(self) -> None:
         pass
@@ -62,6 +79,7 @@ class TrialTable(TuningView):
         self._parameters = parameters
         self._started = time.monotonic()
         self._live = Live(console=Console(), refresh_per_second=4, transient=False)
+        self._told: set[str] = set()  # trials whose failure is printed
 
     def start(self) -> None:
         self._live.start()
@@ -93,6 +111,13 @@ class TrialTable(TuningView):
         return Group(header, table)
 
     def refresh(self, snapshot: Snapshot) -> None:
+        from rich.text import Text
+
+        for trial in snapshot.trials:
+            if trial.state == "INFEASIBLE" and trial.id not in self._told:
+                self._told.add(trial.id)
+                for line in failure_lines([trial]):  # above the table, where they stay
+                    self._live.console.print(Text(line, style="red" if line.startswith("trial") else ""))
         self._live.update(self._render(snapshot))
 
     def stop(self) -> None:
@@ -126,7 +151,8 @@ class TrialLines(TuningView):
                 if value is not None:
                     line += f" {self._metric} {_number(value)} (step {step})"
                 if trial.infeasible_reason:
-                    line += f": {trial.infeasible_reason}"
+                    first, *cause = reason_lines(trial)
+                    line = "\n".join([f"{line}: {first}", *cause])
             self._out.write(line + "\n")
             self._out.flush()
 

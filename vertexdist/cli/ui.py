@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -58,7 +58,7 @@ def remote_backend(
     )
     # A page waits on these calls: a stopped emulator shows as such at once, not after a minute of retries.
     retry = RetryPolicy(attempts=2, initial_s=0.2, max_s=1.0)
-    return cast("VertexBackend", create_backend("vertex", target, retry=retry))
+    return create_backend("vertex", target, retry=retry)
 
 
 def ui(

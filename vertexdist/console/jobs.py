@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from vertexdist.backends.base import (
     TERMINAL_STATES,
@@ -166,7 +166,7 @@ class Console:
         from vertexdist.backends.local import LocalOptions
 
         self.runs_dir = Path(runs_dir)
-        self.local = cast("LocalBackend", create_backend("local", LocalOptions(runs_dir=self.runs_dir)))
+        self.local = create_backend("local", LocalOptions(runs_dir=self.runs_dir))
         self.local_tuning: LocalTuningBackend = self.local.tuning
         self.remote = remote
         self.cache_dir = Path(cache_dir)

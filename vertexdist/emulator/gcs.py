@@ -1,25 +1,27 @@
-"""A local Cloud Storage: gcp-storage-emulator (maintained, on PyPI) run in-process on loopback.
+"""A local Cloud Storage on loopback: the JSON API of `gcs_http` over the on-disk store of `gcs_store`.
 
 Clients reach it with `STORAGE_EMULATOR_HOST=http://127.0.0.1:<port>`; google-cloud-storage then uses
-anonymous credentials by itself. Its server thread is not a daemon and `start()` waits forever if its port is
-taken, so `start()` checks the port first and makes the thread a daemon (a missed `stop()` cannot hang exit).
+anonymous credentials by itself. The emulator's own code (publishing a job's outputs, fetching a package)
+reads and writes the store in-process. This replaces gcp-storage-emulator, which dropped empty objects
+(its media upload raised on a 0-byte body, issue 27), kept each object's `mediaLink` to the port that wrote it
+(dead after a restart), served one request at a time and held every upload in memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import shutil
 import socket
-import urllib.error
-import urllib.request
+import tempfile
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, urlencode
 
+from vertexdist.emulator.gcs_http import StorageHTTPServer
+from vertexdist.emulator.gcs_store import ObjectStore, StoreError
 from vertexdist.errors import VertexdistError
+from vertexdist.loopback_server import LOOPBACK
 from vertexdist.wire.gcs_uri import parse_gs_uri
-
-LOOPBACK = "127.0.0.1"
 
 
 class StorageError(VertexdistError):
@@ -41,117 +43,126 @@ def check_port_free(port: int, flag: str) -> None:
 
 
 class StorageEmulator:
-    """gcp-storage-emulator on 127.0.0.1; data on disk under `data_dir` (or in memory without one)."""
+    """The storage emulator on 127.0.0.1; its data under `data_dir` (kept), or a temporary folder (removed
+    on `stop()`)."""
 
     def __init__(self, port: int = 0, data_dir: Path | None = None) -> None:
-        from gcp_storage_emulator.server import create_server
-
-        # Its 404 lines for existence checks are routine, not news.
-        logging.getLogger("gcp_storage_emulator").setLevel(logging.CRITICAL)
-        if data_dir is not None:
-            Path(data_dir).mkdir(parents=True, exist_ok=True)
-        self._server: Any = create_server(
-            LOOPBACK,
-            port,
-            in_memory=data_dir is None,
-            data_dir=str(Path(data_dir).resolve()) if data_dir is not None else None,
-        )
+        self._temp = None if data_dir is not None else Path(tempfile.mkdtemp(prefix="vertexdist-storage-"))
+        root = Path(data_dir).resolve() if data_dir is not None else self._temp
+        assert root is not None
+        root.mkdir(parents=True, exist_ok=True)
+        self.store = ObjectStore(root)
+        _import_old_layout(self.store)
         self._port = port
-        self._started = False
+        self._server: StorageHTTPServer | None = None
 
     def start(self) -> None:
-        api = self._server._api
         if self._port:
             check_port_free(self._port, "--gcs-port")
-        api.daemon = True
-        api.start()
-        # The library's start() waits for a flag a failed bind never sets: wait for it or the thread's end.
-        while not api.is_running.wait(0.05):
-            if not api.is_alive():
-                raise StorageError(f"the Cloud Storage emulator could not listen on {LOOPBACK}:{self._port}")
-        self._started = True
+        try:
+            self._server = StorageHTTPServer(self.store, self._port)
+        except OSError as exc:
+            raise StorageError(
+                f"the Cloud Storage emulator cannot listen on {LOOPBACK}:{self._port}: {exc.strerror}",
+                hint="pick another --gcs-port, or 0 for any free port",
+            ) from None
+        self._server.start()
 
     def stop(self) -> None:
-        if self._started:
+        if self._server is not None:
             self._server.stop()
-            self._started = False
+            self._server = None
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
 
     @property
     def port(self) -> int:
-        # The library keeps the bound socket private; reading it is the only way to learn an ephemeral port.
-        return int(self._server._api._httpd.server_address[1])
+        if self._server is None:
+            raise StorageError("the Cloud Storage emulator is not started")
+        return self._server.port
 
     @property
     def endpoint(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
     def upload(self, source: Path, uri: str) -> bool:
-        """Copy a local file to gs://BUCKET/OBJECT (media upload); False if the bucket does not exist."""
+        """Copy a local file to gs://BUCKET/OBJECT; False if the bucket does not exist."""
         found = parse_gs_uri(uri, object_name=True)
         bucket, name = found.bucket, found.name
-        url = (
-            f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o"
-            f"?uploadType=media&name={quote(name, safe='')}"
-        )
-        request = urllib.request.Request(url, data=Path(source).read_bytes(), method="POST")
-        request.add_header("Content-Type", "application/octet-stream")
         try:
-            with urllib.request.urlopen(request, timeout=30):
-                return True
-        except urllib.error.HTTPError as exc:
+            self.store.put_file(Path(source), bucket, name)
+        except StoreError as exc:
             if exc.code == 404:
                 return False
-            raise StorageError(f"writing {uri} failed: HTTP {exc.code}") from None
+            raise StorageError(f"writing {uri} failed: {exc.message}") from None
+        return True
 
     def publish_folder(self, folder: Path, uri_prefix: str) -> int:
-        """Upload every file under `folder` to `uri_prefix/...`; how many went up."""
-        count = 0
+        """Upload every file under `folder` to `uri_prefix/...` (creating its bucket); how many went up."""
         root = Path(folder)
-        for path in sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []:
-            if not self.upload(path, f"{uri_prefix.rstrip('/')}/{path.relative_to(root).as_posix()}"):
-                return count
-            count += 1
+        if not root.is_dir():
+            return 0
+        self.ensure_bucket(parse_gs_uri(uri_prefix, what="an output folder").bucket)
+        count = 0
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            if self.upload(path, f"{uri_prefix.rstrip('/')}/{path.relative_to(root).as_posix()}"):
+                count += 1
         return count
 
     def download(self, uri: str, dest: Path) -> Path:
-        """Copy gs://BUCKET/OBJECT to `dest` over the emulator's JSON API (media download)."""
+        """Copy gs://BUCKET/OBJECT to `dest`."""
         found = parse_gs_uri(uri, object_name=True)
         bucket, name = found.bucket, found.name
-        path = f"/download/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}"
-        url = f"{self.endpoint}{path}?alt=media"
         try:
-            with urllib.request.urlopen(url, timeout=30) as response:
-                data = response.read()
-        except urllib.error.HTTPError as exc:
+            record = self.store.get(bucket, name)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with self.store.open(record) as source, open(dest, "wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
+        except StoreError as exc:
             if exc.code == 404:
                 raise StorageError(
                     f"{uri} does not exist in the emulated Cloud Storage",
                     hint="upload it first (vertexdist submit does that), or check the package URI",
                 ) from None
-            raise StorageError(f"reading {uri} failed: HTTP {exc.code}") from None
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
+            raise StorageError(f"reading {uri} failed: {exc.message}") from None
         return dest
-
-    def _json(
-        self, method: str, path: str, body: bytes | None = None, ctype: str = "application/json"
-    ) -> Any:
-        request = urllib.request.Request(f"{self.endpoint}{path}", data=body, method=method)
-        if body is not None:
-            request.add_header("Content-Type", ctype)
-        with urllib.request.urlopen(request, timeout=300) as response:
-            return json.loads(response.read() or b"{}")
 
     def ensure_bucket(self, bucket: str) -> None:
         """Create `bucket` unless it exists (a replica may write to a bucket nobody made here)."""
         try:
-            self._json("POST", "/storage/v1/b?project=emulator", json.dumps({"name": bucket}).encode())
-        except urllib.error.HTTPError as exc:
+            self.store.create_bucket({"name": bucket})
+        except StoreError as exc:
             if exc.code != 409:  # 409: it exists already
-                raise StorageError(f"creating the bucket {bucket} failed: HTTP {exc.code}") from None
+                raise StorageError(f"creating the bucket {bucket} failed: {exc.message}") from None
 
     def md5_hashes(self, bucket: str, prefix: str) -> dict[str, str]:
         """Object name -> md5Hash of the objects under `prefix`."""
-        query = urlencode({"prefix": prefix})
-        found = self._json("GET", f"/storage/v1/b/{quote(bucket, safe='')}/o?{query}")
-        return {item["name"]: item.get("md5Hash", "") for item in found.get("items") or []}
+        found: dict[str, str] = {}
+        token = ""
+        while True:
+            items, _prefixes, token = self.store.list(bucket, prefix=prefix, page_token=token)
+            found.update({item["name"]: item.get("md5Hash", "") for item in items})
+            if not token:
+                return found
+
+
+def _import_old_layout(store: ObjectStore) -> None:
+    """Objects an emulator of an older vertexdist kept (gcp-storage-emulator's `.cloudstorage/.meta`), moved
+    into the store once, so an upgrade loses no bucket."""
+    old = store.root / ".cloudstorage"
+    try:
+        meta = json.loads((old / ".meta").read_text())
+    except (OSError, ValueError):
+        return
+    for bucket in meta.get("buckets") or {}:
+        with contextlib.suppress(StoreError):
+            store.create_bucket({"name": bucket})
+        for name, record in (meta.get("objects") or {}).get(bucket, {}).items():
+            data = old / bucket / name
+            if data.is_file():
+                fields = {
+                    k: v for k, v in record.items() if k in ("contentType", "metadata", "contentEncoding")
+                }
+                store.put_file(data, bucket, name, fields)
+    logging.getLogger(__name__).info("imported the older storage emulator's objects from %s", old)
+    shutil.rmtree(old, ignore_errors=True)

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from vertexdist.backends.base import ReplicaState
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
 from vertexdist.local import JobContext, JobState, LocalJob, start_job
-from vertexdist.log_files import last_lines
+from vertexdist.log_files import replica_tail
 
 _STATES: dict[JobState, RunState] = {
     JobState.PENDING: "PENDING",
@@ -25,20 +26,6 @@ _STATES: dict[JobState, RunState] = {
     JobState.FAILED: "FAILED",
     JobState.CANCELLED: "CANCELLED",
 }
-
-
-# Vertex's error message of a failed job carries the failing replica's last lines (its traceback).
-TAIL_LINES = 10
-TAIL_LINE_CHARS = 300
-
-
-def replica_tail(log: Path | None) -> str:
-    """The last lines of a replica's log, trimmed, to follow the error message (empty if there are none)."""
-    lines = [line for line in last_lines(log, 4 * TAIL_LINES) if line.strip()][-TAIL_LINES:] if log else []
-    trimmed = [
-        line if len(line) <= TAIL_LINE_CHARS else line[: TAIL_LINE_CHARS - 3] + "..." for line in lines
-    ]
-    return "".join(f"\n{line}" for line in trimmed)
 
 
 class _LocalRunning:
@@ -67,6 +54,14 @@ class _LocalRunning:
     def pids(self) -> list[int]:
         return sorted(r.pid for r in self._job.replicas() if r.pid is not None)
 
+    def replica_pids(self) -> dict[str, int]:
+        """Replica name -> pid of its process group, for the replicas running now."""
+        return {
+            r.name: r.pid
+            for r in self._job.replicas()
+            if r.pid is not None and r.state is ReplicaState.RUNNING
+        }
+
 
 class LocalBackendRunner:
     """Starts jobs with the local backend; `procs_per_replica` as in `local-run --procs-per-replica`."""
@@ -75,7 +70,7 @@ class LocalBackendRunner:
         self,
         *,
         package_cache: Path,
-        procs_per_replica: int | None = 1,
+        procs_per_replica: int | None = None,
         grace_s: float = 5.0,
         replica_env: dict[str, str] | None = None,
         fetch_object: Callable[[str, Path], Path] | None = None,

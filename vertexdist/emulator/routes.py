@@ -15,6 +15,7 @@ from typing import Any
 from vertexdist.emulator.deletion import delete_job
 from vertexdist.emulator.models import ModelRegistry
 from vertexdist.emulator.operations import Operations
+from vertexdist.emulator.persistent_resources import PersistentResourceRoutes, PersistentResources
 from vertexdist.emulator.service import ApiError, EmulatorService
 
 _PARENT = r"(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)"
@@ -47,10 +48,16 @@ class EmulatorRoutes:
         self.service = service
         self.models = models
         self.operations = operations
+        resources = PersistentResources(service.store, service)
+        self.persistent_resources = PersistentResourceRoutes(resources)
+        service.check_placement = resources.check_job
 
     def answer(
         self, verb: str, path: str, query: dict[str, str], read_body: ReadBody
     ) -> dict[str, Any] | None:
+        answered = self.persistent_resources.answer(verb, path, query, read_body)
+        if answered is not None:
+            return answered
         for route_verb, pattern, handler in _ROUTES:
             match = pattern.match(path)
             if route_verb == verb and match:

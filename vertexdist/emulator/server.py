@@ -16,8 +16,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.emulator.execution import JobRunner
-from vertexdist.emulator.faults import FaultPlan
+from vertexdist.emulator.faults import FaultPlan as RequestFaults
 from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
@@ -33,6 +34,7 @@ from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.local import gcs_mount
 from vertexdist.private_files import make_private_dir
+from vertexdist.spec.fault_plan import FaultPlan
 from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path
 
 _log = logging.getLogger(__name__)
@@ -69,7 +71,8 @@ class Emulator:
 
     `data_dir` keeps jobs, logs and buckets across restarts; without it everything lives in a temporary
     folder removed on `stop()`. `hold_get_s` > 0 makes a Get of an unfinished job wait up to that long for
-    it to finish (see EmulatorService.get). `runner` defaults to the local backend.
+    it to finish (see EmulatorService.get). `runner` defaults to the local backend; `procs_per_replica` is
+    local-run's `--procs-per-replica` (None: the machine's GPUs per replica, 1 without, as local-run).
     """
 
     def __init__(
@@ -80,9 +83,13 @@ class Emulator:
         data_dir: Path | None = None,
         runner: JobRunner | None = None,
         hold_get_s: float = 0.0,
-        procs_per_replica: int | None = 1,
+        procs_per_replica: int | None = None,
         verbose: bool = False,
+        fault_plan: FaultPlan | None = None,
     ) -> None:
+        problem = not_emulated(fault_plan) if fault_plan is not None else None
+        if problem is not None:
+            raise VertexdistError(problem)
         self._temp = None if data_dir else Path(tempfile.mkdtemp(prefix="vertexdist-emulator-"))
         self.data_dir = Path(data_dir).resolve() if data_dir else self._temp
         assert self.data_dir is not None
@@ -92,9 +99,7 @@ class Emulator:
         service: EmulatorService | None = None
         self._local_runner: LocalBackendRunner | None = None
         try:
-            self.storage = StorageEmulator(
-                port=gcs_port, data_dir=self.data_dir / "storage" if data_dir else None
-            )
+            self.storage = StorageEmulator(port=gcs_port, data_dir=self.data_dir / "storage")
             # What every job's replicas see at /gcs: the emulated Cloud Storage's objects, kept in step.
             self.mirror = StorageMirror(self.storage, self.data_dir / "gcs", self.data_dir / STATE_FILE)
             if runner is None:
@@ -112,6 +117,7 @@ class Emulator:
                 hold_get_s=hold_get_s,
                 publish_outputs=self._publish,
                 stage_inputs=self.mirror.pull,
+                capacity=CapacityFaults(fault_plan) if fault_plan is not None else None,
             )
             self.service = service
             self.tuning = TuningService(service, work_dir=self.data_dir)
@@ -147,7 +153,7 @@ class Emulator:
         return self.storage.publish_folder(local_gs_path(uri, self.data_dir / "gcs"), uri)
 
     @property
-    def faults(self) -> FaultPlan:
+    def faults(self) -> RequestFaults:
         return self.http.faults
 
     @property

@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.emulator import validation
+from vertexdist.emulator.capacity import CapacityFaults, accelerator_type, max_wait_s
 from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
 from vertexdist.emulator.filters import parse_filter
+from vertexdist.emulator.preemption import Preemptions
 from vertexdist.emulator.store import TERMINAL_STATES, JobStore, Resource, is_terminal, new_id
+from vertexdist.wire import capacity_errors
 from vertexdist.wire.enums import job_to_pipeline_state
 from vertexdist.wire.proto_json import (
     CUSTOM_TASK_DEFINITION,
@@ -82,8 +85,12 @@ class EmulatorService:
         hold_get_s: float = 0.0,
         publish_outputs: Callable[[dict[str, Any]], object] | None = None,
         stage_inputs: Callable[[], object] | None = None,
+        capacity: CapacityFaults | None = None,
     ) -> None:
         self.store = store
+        # The fault plan's capacity faults (emulator start --fault-plan); none by default.
+        self.capacity = capacity or CapacityFaults()
+        self._preemptions: dict[str, Preemptions] = {}
         self._publish_outputs = publish_outputs
         # Before a job starts: what its replicas read at /gcs made current (the emulated Cloud Storage's).
         self._stage_inputs = stage_inputs
@@ -93,6 +100,8 @@ class EmulatorService:
         self.hold_get_s = hold_get_s
         # (pipeline, its succeeded job) -> fields the pipeline gets, e.g. the uploaded model (models.py).
         self.on_pipeline_success: Callable[[Resource, Resource], dict[str, Any]] | None = None
+        # (parent, job spec, where) -> raises ApiError when the persistent resource it names cannot take it.
+        self.check_placement: Callable[[str, dict[str, Any], str], None] | None = None
         self._running: dict[str, RunningJob] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -118,6 +127,10 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"customJob.jobSpec.{exc}") from None
         self._check_spec(spec, "customJob.jobSpec")
+        if self.check_placement is not None:
+            self.check_placement(parent, spec, "customJob.jobSpec")
+        if pipeline is None and trial is None:
+            self._refuse_for_quota(location, spec, parent)
         job = _new_resource(parent, "customJobs", body, "JOB_STATE_QUEUED", jobSpec=spec)
         if pipeline:
             job[PIPELINE_KEY] = pipeline
@@ -144,6 +157,9 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"trainingPipeline.trainingTaskInputs.{exc}") from None
         self._check_spec(spec, "trainingPipeline.trainingTaskInputs")
+        if self.check_placement is not None:
+            self.check_placement(parent, spec, "trainingPipeline.trainingTaskInputs")
+        self._refuse_for_quota(location, spec, parent)
         pipeline = _new_resource(
             parent,
             "trainingPipelines",
@@ -234,6 +250,38 @@ class EmulatorService:
             handle.wait(max(0.0, deadline - time.monotonic()))
 
     # --- internals --------------------------------------------------------------------------------
+    def _refuse_for_quota(self, location: str, spec: dict[str, Any], parent: str) -> None:
+        if self.capacity.refuse_create(location, spec, parent):
+            raise ApiError(
+                capacity_errors.HTTP_TOO_MANY_REQUESTS,
+                capacity_errors.STATUS_RESOURCE_EXHAUSTED,
+                capacity_errors.quota_message(accelerator_type(spec), location),
+            )
+
+    def _capacity_before_start(self, job_name: str, location: str, spec: dict[str, Any]) -> bool:
+        """Stockout and Flex-start faults, while the job is PENDING; False when the job must not start."""
+        if self.capacity.stockout(job_name, location, spec):
+            self._set_state(job_name, "JOB_STATE_FAILED", error=capacity_errors.stockout_error(location))
+            return False
+        flex = self.capacity.flex_wait(job_name, spec)
+        if flex is None:
+            return True
+        limit = max_wait_s(spec)
+        expires = flex.wait is None or (limit > 0 and flex.wait > limit)
+        wait = (limit if limit > 0 else float("inf")) if expires else float(flex.wait or 0.0)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self._stop.wait(min(_SUPERVISE_INTERVAL_S, max(0.0, deadline - time.monotonic()))):
+                return False
+            job = self.store.get(job_name)
+            if job is None or job["state"] == "JOB_STATE_CANCELLING":
+                self._finish_cancelled_before_start(job_name)
+                return False
+        if expires:
+            self._set_state(job_name, "JOB_STATE_FAILED", error=capacity_errors.flex_expired_error(limit))
+            return False
+        return True
+
     def _check_location(self, location: str) -> None:
         problems = validation.location_problems(location)
         if problems:
@@ -311,6 +359,8 @@ class EmulatorService:
                 self._stage_inputs()
             except Exception as exc:  # the job still runs; what it reads at /gcs may be stale
                 _log.warning("mirroring Cloud Storage for %s failed: %s", job_name, exc)
+        if not self._capacity_before_start(job_name, location, job["jobSpec"]):
+            return
         job_dir = self._job_dir(job_name)
         trial = job.get(TRIAL_KEY) or {}
         request = LaunchRequest(
@@ -334,11 +384,25 @@ class EmulatorService:
                 error={"code": _CODE_INTERNAL, "message": f"launch failed: {message}"},
             )
             return
+        armed = self.capacity.replica_faults(job_name, job["jobSpec"])
         with self._lock:
             self._running[job_name] = handle
+            if armed:
+                self._preemptions[job_name] = Preemptions(armed)
         current = self.store.get(job_name)
         if current is not None and current["state"] == "JOB_STATE_CANCELLING":
             handle.cancel()
+
+    def _preempt(self, job_name: str, handle: RunningJob) -> None:
+        """Signal the preemptions due; once a replica is reclaimed the job is stopped (job_fails)."""
+        with self._lock:
+            preemptions = self._preemptions.get(job_name)
+        replica_pids = getattr(handle, "replica_pids", None)
+        if preemptions is None or preemptions.stopping or replica_pids is None:
+            return
+        if preemptions.tick(replica_pids()):
+            preemptions.stopping = True
+            threading.Thread(target=handle.cancel, name="emulator-preempt", daemon=True).start()
 
     def _remember_pids(self, job_name: str, handle: RunningJob) -> None:
         """Keep the replicas' pids with the job: a restarted emulator stops what a crash left running."""
@@ -381,15 +445,19 @@ class EmulatorService:
         if handle is not None:
             handle.cancel()
 
-    def _publish(self, job_name: str) -> None:
-        """The job's output folder into the emulated Cloud Storage, before its final state says it is done."""
+    def _publish(self, job_name: str) -> str:
+        """The job's output folder into the emulated Cloud Storage, before its final state says it is done;
+        what went wrong doing so ("" when nothing did), for the job's error."""
         job = self.store.get(job_name)
         if self._publish_outputs is None or job is None:
-            return
+            return ""
         try:
             self._publish_outputs(job.get("jobSpec") or {})
         except Exception as exc:  # outputs that cannot be published must not leave the job unfinished
             _log.warning("publishing the outputs of %s failed: %s", job_name, exc)
+            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            return f"publishing the job's outputs failed: {reason}"
+        return ""
 
     def _supervise(self) -> None:
         while not self._stop.wait(_SUPERVISE_INTERVAL_S):
@@ -403,6 +471,7 @@ class EmulatorService:
                 else:
                     status_state, message = status.state, status.message
                 if status_state in ("PENDING", "RUNNING"):
+                    self._preempt(job_name, handle)
                     self._remember_pids(job_name, handle)
                     job = self.store.get(job_name)
                     if status_state == "RUNNING" and job is not None and job["state"] == "JOB_STATE_PENDING":
@@ -410,8 +479,16 @@ class EmulatorService:
                     continue
                 with self._lock:
                     self._running.pop(job_name, None)
-                self._publish(job_name)
-                if status_state == "SUCCEEDED":
+                    preemptions = self._preemptions.pop(job_name, None)
+                unpublished = self._publish(job_name)
+                if preemptions is not None and preemptions.preempted is not None:
+                    # Whatever the replicas' exits said: the job failed because its VM was reclaimed.
+                    self._set_state(
+                        job_name,
+                        "JOB_STATE_FAILED",
+                        error=capacity_errors.preemption_error(preemptions.preempted),
+                    )
+                elif status_state == "SUCCEEDED" and not unpublished:
                     self._set_state(job_name, "JOB_STATE_SUCCEEDED")
                 elif status_state == "CANCELLED":
                     self._set_state(
@@ -420,6 +497,11 @@ class EmulatorService:
                         error={"code": _CODE_CANCELLED, "message": "CANCELED"},
                     )
                 else:
+                    # A job whose outputs are not all there is not a success, whatever its replicas did.
+                    if status_state == "SUCCEEDED":
+                        message = f"The replicas succeeded, but {unpublished}"
+                    elif unpublished:
+                        message = f"{message}\n{unpublished}"
                     self._set_state(
                         job_name, "JOB_STATE_FAILED", error={"code": _CODE_INTERNAL, "message": message}
                     )

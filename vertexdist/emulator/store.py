@@ -24,7 +24,16 @@ from vertexdist.private_files import make_private_dir
 from vertexdist.wire.enums import TERMINAL_JOB_STATES
 from vertexdist.wire.proto_json import now_rfc3339
 
-COLLECTIONS = ("customJobs", "trainingPipelines", "hyperparameterTuningJobs", "models", "operations")
+COLLECTIONS = (
+    "customJobs",
+    "trainingPipelines",
+    "hyperparameterTuningJobs",
+    "models",
+    "operations",
+    "persistentResources",
+)
+# Collections whose resources have a state but are no jobs: a restart leaves them as they were.
+_NOT_JOBS = ("persistentResources",)
 TERMINAL_STATES = TERMINAL_JOB_STATES | {
     "PIPELINE_STATE_SUCCEEDED",
     "PIPELINE_STATE_FAILED",
@@ -93,7 +102,8 @@ class JobStore:
                     resource = json.loads(path.read_text())
                 except (OSError, ValueError):
                     continue  # a torn file from a crash mid-write is skipped, not fatal
-                if "state" in resource and not is_terminal(resource):  # jobs; models have no state
+                # jobs; models have no state, persistent resources outlive an emulator restart
+                if collection not in _NOT_JOBS and "state" in resource and not is_terminal(resource):
                     self._mark_interrupted(resource)
                     self._persist(resource)
                 self._resources[resource["name"]] = resource

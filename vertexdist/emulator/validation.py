@@ -12,6 +12,17 @@ from typing import Any
 from vertexdist.spec import catalog
 from vertexdist.spec.durations import is_proto_duration
 from vertexdist.spec.machine_rules import MachineChoice, check_machine
+from vertexdist.wire.gcs_uri import GsUriError, parse_gs_uri
+
+
+def _is_gs(uri: object, *, object_name: bool = False) -> bool:
+    """A `gs://BUCKET[/NAME]` URI (with `object_name`, one naming an object), read as every part reads one."""
+    try:
+        parse_gs_uri(str(uri), object_name=object_name)
+    except GsUriError:
+        return False
+    return True
+
 
 _MACHINE_FIELDS = {
     "machine_type": "machineType",
@@ -50,9 +61,9 @@ def _pool_problems(index: int, pool: dict[str, Any]) -> list[str]:
         if not uris:
             problems.append(f"{where}.pythonPackageSpec.packageUris must name at least one package")
         problems += [
-            f"{where}.pythonPackageSpec.packageUris: {uri!r} is not a gs:// URI"
+            f"{where}.pythonPackageSpec.packageUris: {uri!r} is not a gs://BUCKET/OBJECT URI"
             for uri in uris
-            if not str(uri).startswith("gs://")
+            if not _is_gs(uri, object_name=True)
         ]
     if container and not container.get("imageUri"):
         problems.append(f"{where}.containerSpec.imageUri is required")
@@ -73,7 +84,7 @@ def job_spec_problems(spec: dict[str, Any]) -> list[str]:
         if pool:
             problems += _pool_problems(index, pool)
     base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
-    if base is not None and not str(base).startswith("gs://"):
+    if base is not None and not _is_gs(base):
         problems.append(f"baseOutputDirectory.outputUriPrefix: {base!r} is not a gs:// URI")
     scheduling = spec.get("scheduling") or {}
     for field in ("timeout", "maxWaitDuration"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from vertexdist.backends import create_backend
 from vertexdist.errors import UsageError
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def vertex_backend(target: Target) -> VertexBackend:
     """The Vertex backend for `target` (an emulator's too: it serves Cloud Logging's API for the logs)."""
-    return cast("VertexBackend", create_backend("vertex", target))
+    return create_backend("vertex", target)
 
 
 def project_backend(
@@ -121,7 +121,7 @@ def local_job(ref: str) -> tuple[LocalBackend, str] | None:
         return None
 
     folder = folder.resolve()
-    backend = cast("LocalBackend", create_backend("local", LocalOptions(runs_dir=folder.parent)))
+    backend = create_backend("local", LocalOptions(runs_dir=folder.parent))
     return backend, folder.name
 
 

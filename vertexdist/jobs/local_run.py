@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from vertexdist.backends import create_backend
 from vertexdist.backends.base import JobEvent, JobHandle, JobResult, SubmitOptions
@@ -68,10 +68,9 @@ def local_backend(request: LocalRunRequest) -> LocalBackend:
         procs_per_replica=request.procs_per_replica,
         docker=request.docker,
     )
-    backend = create_backend(
+    return create_backend(
         "local", options, grace_s=request.grace_s, timeout_s=request.timeout_s, seed=request.seed
     )
-    return cast("LocalBackend", backend)
 
 
 def plan_local(request: LocalRunRequest) -> dict[str, Any]:

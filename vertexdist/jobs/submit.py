@@ -268,7 +268,7 @@ def open_submission(
             emu = stack.enter_context(
                 Emulator(
                     data_dir=emulator.data_dir,
-                    procs_per_replica=1 if emulator.procs_per_replica is None else emulator.procs_per_replica,
+                    procs_per_replica=emulator.procs_per_replica,
                 )
             )
             where = Where(

@@ -7,6 +7,7 @@ pure functions, so `local-run --plan` can print it and tests can check it withou
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,10 @@ class ReplicaLaunch:
     def is_training(self) -> bool:
         """The job's outcome is the training replicas' (pools 0 and 1); the others end with the job."""
         return self.pool in (0, 1)
+
+
+HOST_TMPDIR_ENV = "VERTEXDIST_HOST_TMPDIR"  # the temp folder replicas would have had
+TMP_DIR = "tmp"  # <run folder>/tmp/<replica>: each host replica's TMPDIR, removed when the job ends
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,13 @@ def build_plan(
             if missing:
                 raise JobSpecError(f"{slot.pool.name}: package {missing[0]} was not fetched")
             env["PYTHONPATH"] = ":".join(package_dirs[uri] for uri in slot.pool.package_uris)
+        if addressing == "loopback" and "TMPDIR" not in env:
+            # A temp folder of its own, inside the job's folder and removed with the job (`runner`): what
+            # torchrun (torchelastic_*), Ray's links and the user's tempfile calls leave is never spread
+            # over the machine's temp folder. Containers keep their own /tmp.
+            env["TMPDIR"] = str(run_dir / TMP_DIR / slot.name)
+            # Ray's short links (ray_node) belong in the machine's temp folder: this one is too long.
+            env[HOST_TMPDIR_ENV] = tempfile.gettempdir()
         kind, argv = _argv(slot.pool, python, address, slot.name)
         launches.append(
             ReplicaLaunch(

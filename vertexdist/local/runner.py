@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import threading
@@ -52,7 +53,7 @@ from vertexdist.local import gcs_mount
 from vertexdist.local.blame import RESTART_MARK, Failure, first_failure, needs_cause
 from vertexdist.local.environment import child_environment
 from vertexdist.local.log_capture import LogCapture
-from vertexdist.local.plan import LaunchPlan, ReplicaLaunch
+from vertexdist.local.plan import TMP_DIR, LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
 from vertexdist.local.watchdog import TOKEN_VARIABLE, Watchdog, job_processes
 from vertexdist.log_files import last_lines
@@ -301,6 +302,8 @@ class LocalJob:
             if self._watchdog is not None:
                 with contextlib.suppress(Exception):
                     self._watchdog.close()
+            if self.plan is not None:  # every process of the job is gone: its temp files go with it
+                shutil.rmtree(self.plan.run_dir / TMP_DIR, ignore_errors=True)
             with self._lock:
                 self._ended_at = time.monotonic()
             if self._on_finish is not None:
@@ -332,6 +335,10 @@ class LocalJob:
         for replica in plan.replicas:
             make_private_dir(replica.cwd)
             make_private_dir(replica.log_path.parent)
+            temp = replica.env.get("TMPDIR")
+            if temp and Path(temp).parent == plan.run_dir / TMP_DIR:
+                make_private_dir(Path(temp).parent)
+                make_private_dir(Path(temp))
         self._prepare_gcs(plan)
         self._watchdog = Watchdog.start(grace_s=self._grace_s, label=f"job {plan.job_id}")
         for replica in plan.replicas:

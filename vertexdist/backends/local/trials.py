@@ -19,6 +19,7 @@ from vertexdist.local.gpus import host_gpus
 from vertexdist.local.launch import schedule
 from vertexdist.local.request import build_request
 from vertexdist.local.runner import JobState, LocalJob
+from vertexdist.log_files import replica_tail
 from vertexdist.tuning.driver import TrialEnd, metric_file_text
 from vertexdist.tuning.study import TrialRecord
 from vertexdist.tuning.trials import trial_job_spec
@@ -78,7 +79,12 @@ class LocalTrial:
             return None
         self._release()
         error = self.job.error
-        return TrialEnd(state is JobState.SUCCEEDED, error.message if error else "")
+        if error is None:
+            return TrialEnd(state is JobState.SUCCEEDED)
+        message = error.message
+        if state is JobState.FAILED and error.replica:
+            message += replica_tail(self.job.log_paths().get(error.replica))  # its cause, as on Vertex
+        return TrialEnd(False, message)
 
     def metrics_text(self) -> str:
         return metric_file_text(self._metric_file)

@@ -237,7 +237,7 @@ class VertexBackend:
                 " is not set",
                 hint="set it to what `vertexdist emulator start` printed",
             )
-        return GcsOutputs(uri, self.clients.storage, self._call)
+        return GcsOutputs(uri, self.clients.storage, self._call.for_storage())
 
     def logs(self, name: str, cursor: object | None = None, query: LogQuery | None = None) -> LogsPage:
         """Replica log lines after `cursor`, from Cloud Logging (or the source the backend was given)."""

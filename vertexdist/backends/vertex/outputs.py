@@ -30,12 +30,15 @@ class GcsOutputs:
         self._prefix = f"{prefix}/" if prefix else ""
         self._storage = storage
         self._call = call
+        # The client's own retry tries a refused connection for two minutes; against the emulator, `call`
+        # (which knows a refused loopback port means it is not running) is the only retry.
+        self._retry: dict[str, Any] = {"retry": None} if call.target.is_emulator else {}
         self._blobs: dict[str, Any] = {}
 
     def files(self) -> list[OutputFile]:
         blobs = self._call(
             f"listing {self.uri}",
-            lambda: list(self._storage.list_blobs(self._bucket_name, prefix=self._prefix)),
+            lambda: list(self._storage.list_blobs(self._bucket_name, prefix=self._prefix, **self._retry)),
         )
         found = []
         for blob in blobs:
@@ -58,7 +61,11 @@ class GcsOutputs:
         blob = self._blobs[file.path]
         # This very generation: an object rewritten meanwhile fails the read instead of mixing two versions.
         blob.download_to_file(
-            _Sink(write), start=start or None, if_generation_match=int(file.version), checksum=None
+            _Sink(write),
+            start=start or None,
+            if_generation_match=int(file.version),
+            checksum=None,
+            **self._retry,
         )
 
     def call(self, what: str, fetch: Callable[[], Any]) -> Any:

@@ -37,10 +37,18 @@ class Caller:
         target: Target,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        *,
+        storage: bool = False,
     ) -> None:
         self.target = target
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
+        # Calls to Cloud Storage: their endpoint is the storage emulator's (STORAGE_EMULATOR_HOST).
+        self._storage = storage
+
+    def for_storage(self) -> Caller:
+        """The same policy for Cloud Storage calls (errors then name the storage endpoint)."""
+        return Caller(self.target, self._retry, self._sleep, storage=True)
 
     def __call__(self, what: str, fn: Callable[[], Any], *, on_retry: Callable[[], Any] | None = None) -> Any:
         """Run `fn`; retry transient failures with backoff; turn failures into ApiCallError.
@@ -54,7 +62,8 @@ class Caller:
                 return fn()
             except ApiCallError:
                 raise
-            except Exception as exc:
+            except Exception as raised:
+                exc = _unwrapped(raised)
                 if type(exc).__module__.startswith("google.auth"):
                     hint = "sign in again: gcloud auth application-default login"
                     raise ApiCallError(f"{what} failed: credentials: {exc}", hint, 401) from exc
@@ -63,8 +72,18 @@ class Caller:
                 # A local emulator that refuses connections is not running; backing off will not start it.
                 emulator_down = self.target.is_emulator and is_refused(exc)
                 if not is_transient(exc) or emulator_down or attempt == len(delays):
+                    endpoint, variable = (
+                        (self.target.storage_endpoint, "STORAGE_EMULATOR_HOST")
+                        if self._storage and self.target.storage_endpoint
+                        else (self.target.endpoint, "VERTEX_API_ENDPOINT")
+                    )
                     raise api_error(
-                        exc, what, self.target.project, self.target.location, endpoint=self.target.endpoint
+                        exc,
+                        what,
+                        self.target.project,
+                        self.target.location,
+                        endpoint=endpoint,
+                        endpoint_variable=variable,
                     ) from exc
                 self._sleep(delays[attempt])
                 if on_retry is not None:
@@ -72,3 +91,12 @@ class Caller:
                     if found is not None:
                         return found
         raise AssertionError("unreachable")
+
+
+def _unwrapped(exc: Exception) -> Exception:
+    """What a client library's own retry gave up on (google.api_core's RetryError carries it as `cause`)."""
+    if type(exc).__name__ == "RetryError" and type(exc).__module__.startswith("google.api_core"):
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, Exception):
+            return cause
+    return exc

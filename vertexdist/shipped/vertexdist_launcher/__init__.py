@@ -14,6 +14,7 @@ import sys
 PREFIX = "vertexdist_launcher: "
 
 
-def say(line: str) -> None:
-    """One line of the launcher's own, on stderr (the replica's log), marked as the launcher's."""
-    print(PREFIX + line, file=sys.stderr, flush=True)
+def say(line: str, *, error: bool = False) -> None:
+    """One line of the launcher's own in the replica's log, marked as the launcher's: on stdout (INFO in
+    Cloud Logging) what it does, on stderr (ERROR) with `error` why a replica fails."""
+    print(PREFIX + line, file=sys.stderr if error else sys.stdout, flush=True)

@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         place = placement(os.environ)
     except ClusterSpecError as exc:
-        say(str(exc))
+        say(str(exc), error=True)
         return 1
     if not place.is_training:
         return run_once(options, place)

@@ -40,9 +40,16 @@ NODE_DEFAULTS = {
     # ended, so there is nothing left to wait for.
     "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
     "RAY_USAGE_STATS_ENABLED": "0",
+    # Ray Train's workers replace `print` with one that logs the line and, because Ray's workers replace
+    # sys.stdout, prints it too (ray.train.v2 patch_print): each line of the user's came out twice.
+    "RAY_TRAIN_ENABLE_PRINT_PATCH": "0",
+    # Ray Data's tqdm bars are redrawn in place on a terminal; in a replica's log (and Cloud Logging) every
+    # redraw is a line. Ray Data still says when each dataset starts and ends.
+    "RAY_DATA_DISABLE_PROGRESS_BARS": "1",
 }
-# For the driver: every worker's lines in the log as printed (Ray folds lines that differ only in numbers).
-DRIVER_DEFAULTS = {"RAY_DEDUP_LOGS": "0"}
+# For the driver: every worker's lines in the log as printed (Ray folds lines that differ only in numbers),
+# with their `(Worker pid=...)` prefix in plain text, not in colour codes (a log is no terminal).
+DRIVER_DEFAULTS = {"RAY_DEDUP_LOGS": "0", "RAY_COLOR_PREFIX": "0"}
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The driver on the Ray head: `python -m vertexdist_launcher.ray_driver (-m MODULE | SCRIPT) ARGS`.
 
-It ties itself to the launcher (killed if the launcher dies), then runs the user's code exactly as
-`python -m MODULE ARGS` would; an exception that ends it goes to the launcher's error file, whose last line
-the head's failure message shows.
+It ties itself to the launcher (killed if the launcher dies), leaves Ray's noise out of its output
+(`ray_output`), then runs the user's code exactly as `python -m MODULE ARGS` would; an exception that ends
+it goes to the launcher's error file, whose last line the head's failure message shows.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from .options import LauncherUsageError, parse_target
+from .ray_output import edit_driver_output
 from .worker import record_error, run_target, watch_parent
 
 ERROR_FILE_VARIABLE = "VERTEXDIST_DRIVER_ERROR_FILE"
@@ -38,6 +39,7 @@ def main(argv: Sequence[str]) -> None:
     except LauncherUsageError as exc:
         print(f"vertexdist_launcher.ray_driver: {exc}", file=sys.stderr)
         sys.exit(2)
+    edit_driver_output()
     try:
         run_target(target)
     except Exception as exc:

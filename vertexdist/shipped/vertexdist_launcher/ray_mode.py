@@ -41,6 +41,7 @@ from .ray_driver import ERROR_FILE_VARIABLE, read_error
 from .ray_gcs import HeadGcs, hold_watch_socket, port_answers, wait_for_close, wait_for_port
 from .ray_node import become_subreaper, log_tail, remove_link, short_temp_dir, start_node, stop_node
 from .ray_outcome import ACK_WAIT_S, Outcome, driver_failure_lines, last_line, worker_verdict
+from .ray_output import LINK_VARIABLE
 from .torchrun import free_port
 from .worker import PARENT_VARIABLE
 
@@ -90,7 +91,7 @@ def ray_missing_line(replica: str) -> str:
 
 def _say_tail(replica: str, log: Path) -> None:
     for line in log_tail(log):
-        say(f"{replica}: ray start: {line}")
+        say(f"{replica}: ray start: {line}", error=True)
 
 
 def _node_folder(node: RayNode) -> Path | None:
@@ -104,11 +105,12 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
     if options.nproc_per_node is not None or options.max_restarts:
         say(
             f"{place.replica}: --nproc-per-node and --max-restarts are torchrun's; with the ray mode"
-            " the driver decides where Ray's workers run (ScalingConfig, FailureConfig)"
+            " the driver decides where Ray's workers run (ScalingConfig, FailureConfig)",
+            error=True,
         )
         return 2
     if importlib.util.find_spec("ray") is None:
-        say(ray_missing_line(place.replica))
+        say(ray_missing_line(place.replica), error=True)
         return 1
     port = place.master_port if place.master_port is not None else free_port()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -131,7 +133,11 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
         # A worker's `ray start` waits for the head by itself: both start at once, as soon as they can.
         proc = start_node(argv, node_env(env), log)
         if watch is not None:
-            return _run_head(node, options, env, proc, log, stop, watch.getsockname()[1])
+            # Paths through the link are shown as the folder, which outlives it (ray_output).
+            shown = (
+                {LINK_VARIABLE: f"{link}={folder / 'tmp'}"} if link is not None and folder is not None else {}
+            )
+            return _run_head(node, options, {**env, **shown}, proc, log, stop, watch.getsockname()[1])
         return _run_worker(node, proc, log, stop, join_timeout(env))
     finally:
         remove_link(link)  # first: a launcher SIGKILLed while it stops its node leaves none behind
@@ -163,7 +169,10 @@ def _run_head(
         if proc.poll() is not None:
             return _head_node_failed(node, proc, log, stop)
         if time.monotonic() > deadline:
-            say(f"{replica} failed: {joined} of {node.nnodes} Ray nodes joined within {join_timeout(env):g}s")
+            say(
+                f"{replica} failed: {joined} of {node.nnodes} Ray nodes joined within {join_timeout(env):g}s",
+                error=True,
+            )
             return 1
         try:
             joined = gcs.alive_nodes()
@@ -183,7 +192,10 @@ def _run_head(
     try:
         gcs.put_outcome(outcome)
     except Exception as exc:
-        say(f"{replica}: could not give the worker nodes the driver's outcome: {type(exc).__name__}: {exc}")
+        say(
+            f"{replica}: could not give the worker nodes the driver's outcome: {type(exc).__name__}: {exc}",
+            error=True,
+        )
     if not outcome.succeeded:
         read_by = time.monotonic() + ACK_WAIT_S
         while time.monotonic() < read_by and not stop and proc.poll() is None:
@@ -194,7 +206,7 @@ def _run_head(
                 break
             time.sleep(POLL_S / 5)
         for line in driver_failure_lines(replica, outcome, command, pid):
-            say(line)
+            say(line, error=True)
         return 1
     leave_by = time.monotonic() + WORKERS_LEAVE_S
     left = node.nnodes - 1
@@ -246,7 +258,7 @@ def _head_node_failed(node: RayNode, proc: subprocess.Popen[bytes], log: Path, s
     code = proc.poll()
     _say_tail(node.replica, log)
     what = "did not start" if code is None else f"stopped (`ray start` exited with status {code})"
-    say(f"{node.replica} failed: the Ray head's node {what}; see {log}")
+    say(f"{node.replica} failed: the Ray head's node {what}; see {log}", error=True)
     return 1
 
 
@@ -267,7 +279,10 @@ def _run_worker(
     replica = node.replica
     gcs = _join(node, proc, stop, time.monotonic() + timeout_s)
     if gcs is None and not stop and proc.poll() is None:
-        say(f"{replica} failed: the Ray head at {node.head_address} did not come up in {timeout_s:g}s")
+        say(
+            f"{replica} failed: the Ray head at {node.head_address} did not come up in {timeout_s:g}s",
+            error=True,
+        )
         return 1
     unreachable_since: float | None = None
     while True:
@@ -298,6 +313,6 @@ def _run_worker(
                     wait_for_close(node.head_host, outcome.watch_port, HEAD_GONE_S)
             elif node_exit is not None:
                 _say_tail(replica, log)
-            say(verdict.line)
+            say(verdict.line, error=True)
             return 1
         time.sleep(POLL_S)

@@ -143,13 +143,13 @@ def _links_dir() -> Path:
     """This user's folder of short links, `<temp>/vxray-<uid>` (0700): the temp folder is every user's, and
     one user's folder there is no other user's to write. Taken by another user: a fresh folder instead."""
     uid = os.getuid()
-    links = Path(tempfile.gettempdir()) / f"{LINKS_DIR}-{uid}"
+    links = _short_temp_base() / f"{LINKS_DIR}-{uid}"
     with contextlib.suppress(FileExistsError):
         links.mkdir(mode=0o700)
     info = os.lstat(links)
     if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
         return links
-    return Path(tempfile.mkdtemp(prefix=f"{LINKS_DIR}-{uid}-"))
+    return Path(tempfile.mkdtemp(prefix=f"{LINKS_DIR}-{uid}-", dir=_short_temp_base()))
 
 
 def short_temp_dir(folder: Path) -> tuple[str, Path | None]:
@@ -167,6 +167,13 @@ def short_temp_dir(folder: Path) -> tuple[str, Path | None]:
         link.unlink()
     link.symlink_to(folder, target_is_directory=True)
     return str(link), link
+
+
+def _short_temp_base() -> Path:
+    """The temp folder the replica's machine would give it: a local run gives each replica a TMPDIR of its
+    own in the job's folder, as long as the folders the links are there to shorten, and says in
+    VERTEXDIST_HOST_TMPDIR what it replaced."""
+    return Path(os.environ.get("VERTEXDIST_HOST_TMPDIR") or tempfile.gettempdir())
 
 
 def remove_link(link: Path | None) -> None:

@@ -67,12 +67,15 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
         print(exc.format_msg(), file=sys.stderr, flush=True)
         failures, first = _failures(exc)
         for line in failure_lines(place.replica, failures, first):
-            say(line)
+            say(line, error=True)
         return 1
     except SignalException as exc:  # torchrun has stopped its workers
         say(f"{place.replica} stopped by {exc.sigval.name}; torchrun stopped its workers")
         return 128 + int(exc.sigval)
     except Exception as exc:  # rendezvous and agent errors: no local rank to name
-        say(f"{place.replica} failed: torchrun ended before its workers did: {type(exc).__name__}: {exc}")
+        say(
+            f"{place.replica} failed: torchrun ended before its workers did: {type(exc).__name__}: {exc}",
+            error=True,
+        )
         return 1
     return 0

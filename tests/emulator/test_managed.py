@@ -1,0 +1,130 @@
+"""The managed-job controller against the emulator, through the real Vertex backend and SDK clients: every
+attempt a real TrainingPipeline, each refusal and lost answer the emulator's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertexdist.emulator import Emulator
+from vertexdist.emulator.faults import Fault
+from vertexdist.jobs.submit import Where
+from vertexdist.managed import store as st
+from vertexdist.managed.attempts import MANAGED_LABEL, VertexAttempts
+from vertexdist.managed.controller import Backoff, Controller
+from vertexdist.spec.loader import load_template
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FAIL_ONCE = """\
+import os
+print("checkpoint dir", os.environ["AIP_CHECKPOINT_DIR"])
+raise SystemExit(1)
+"""
+
+
+def controller(tmp_path: Path, path: Path) -> tuple[Controller, st.Store]:
+    store = st.Store(tmp_path / "managed.sqlite")
+    template = load_template(path)
+    managed = store.create(str(path), "vertex", {})
+    backend = VertexAttempts(Where())
+    ctl = Controller(
+        store, managed.id, template, backend, poll_s=0.2, backoff=Backoff(first_s=0.05, max_s=0.2)
+    )
+    return ctl, store
+
+
+def jobs_labelled(emu: Emulator, label: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in emu.store.list("projects/test-proj/locations/us-central1", "trainingPipelines")
+        if p.get("labels", {}).get(MANAGED_LABEL) == label
+    ]
+
+
+def test_a_job_that_succeeds_is_one_attempt(emu: Emulator, write_template: Any, tmp_path: Path) -> None:
+    ctl, store = controller(tmp_path, write_template(name="managed-ok"))
+    final = ctl.run()
+    assert final.state == st.SUCCEEDED
+    status = store.status(ctl.id)
+    assert [a["reason"] for a in status["attempts"]] == ["SUCCEEDED"]
+    attempt = status["attempts"][0]
+    assert attempt["location"] == "us-central1" and attempt["machine_type"] == "n1-standard-4"
+    assert attempt["started"] and attempt["ended"] and attempt["job"].startswith("projects/test-proj/")
+    assert len(jobs_labelled(emu, f"{ctl.id}-a1")) == 1
+
+
+def test_the_users_error_is_retried_only_within_max_restarts_on_errors(
+    emu: Emulator, write_template: Any, tmp_path: Path
+) -> None:
+    path = write_template(FAIL_ONCE, name="managed-bug", extra="recovery:\n  max_restarts_on_errors: 1\n")
+    ctl, store = controller(tmp_path, path)
+    final = ctl.run()
+    assert final.state == st.FAILED and "max_restarts_on_errors is 1" in final.why
+    attempts = store.attempts(ctl.id)
+    assert [a.reason for a in attempts] == ["USER_ERROR", "USER_ERROR"]
+    # The second attempt continues the first one's output folder (the --resume-from machinery).
+    assert attempts[0].output_dir and attempts[1].output_dir == attempts[0].output_dir
+
+
+def test_a_quota_refusal_moves_to_the_next_place(emu: Emulator, write_template: Any, tmp_path: Path) -> None:
+    extra = "recovery:\n  max_preemptions: 2\n  fallback:\n    - machine_type: n1-standard-8\n"
+    ctl, store = controller(tmp_path, write_template(name="managed-quota", extra=extra))
+    emu.faults.add(
+        Fault(
+            "create",
+            429,
+            "The following quota metrics exceed quota limits: aiplatform.googleapis.com/"
+            "custom_model_training_cpus",
+            collection="trainingPipelines",
+        )
+    )
+    final = ctl.run()
+    assert final.state == st.SUCCEEDED
+    attempts = store.attempts(ctl.id)
+    assert [(a.reason, a.machine_type) for a in attempts] == [
+        ("QUOTA", "n1-standard-4"),
+        ("SUCCEEDED", "n1-standard-8"),
+    ]
+    assert attempts[0].job is None and "quota" in (attempts[0].error or "")
+
+
+def test_a_create_whose_answer_was_lost_is_found_by_its_label(
+    emu: Emulator, write_template: Any, tmp_path: Path
+) -> None:
+    ctl, store = controller(tmp_path, write_template(name="managed-lost"))
+    # The create is carried out, then every answer to it fails: the SDK's own retries and ours.
+    emu.faults.add(Fault("create", 503, collection="trainingPipelines", times=10, after=True))
+    assert ctl.run().state == st.SUCCEEDED
+    assert len(jobs_labelled(emu, f"{ctl.id}-a1")) == 1
+    assert [a.reason for a in store.attempts(ctl.id)] == ["SUCCEEDED"]
+
+
+def test_killed_after_the_create_before_recording_it_makes_no_second_job(
+    emu: Emulator, write_template: Any, tmp_path: Path
+) -> None:
+    ctl, store = controller(tmp_path, write_template(name="managed-unrecorded"))
+    assert ctl.step()  # attempt 1 planned: phase `creating`, its label written first
+    attempt = store.attempts(ctl.id)[0]
+    assert attempt.phase == st.CREATING and attempt.job is None
+    # What a controller killed right after its create reached Vertex leaves behind: a job, no record of it.
+    made = ctl.backend.create(ctl.places[0], attempt.label, None)
+    resumed = Controller(
+        store, ctl.id, load_template(Path(store.get(ctl.id).template)), ctl.backend, poll_s=0.2
+    )
+    assert resumed.run().state == st.SUCCEEDED
+    assert store.attempts(ctl.id)[0].job == made.name
+    assert len(jobs_labelled(emu, attempt.label)) == 1
+
+
+def test_flaky_status_reads_are_read_again_never_a_false_recovery(
+    emu: Emulator, write_template: Any, tmp_path: Path
+) -> None:
+    ctl, store = controller(tmp_path, write_template(name="managed-flaky"))
+    ctl.step()
+    ctl.step()  # created
+    emu.faults.add(Fault("get", 503, collection="trainingPipelines", times=8))
+    assert ctl.run().state == st.SUCCEEDED
+    assert [a.reason for a in store.attempts(ctl.id)] == ["SUCCEEDED"]
