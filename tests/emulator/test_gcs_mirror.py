@@ -166,6 +166,13 @@ def test_submit_emulator_reads_an_upload_at_gcs_and_its_writes_are_objects_after
         assert [f["path"] for f in listed["files"]] == ["model/model.txt"]
         bucket, _, prefix = listed["uri"].removeprefix("gs://").partition("/")
         assert _objects(bucket)[f"{prefix}model/model.txt"] == b"trained on the input"
+        downloaded = tmp_path / "downloaded"
+        code, out, err = cli("outputs", name, "--download", str(downloaded))
+        assert code == 0, out + err
+        assert [p.relative_to(downloaded).as_posix() for p in downloaded.rglob("*") if p.is_file()] == [
+            "model/model.txt"
+        ]
+        assert (downloaded / "model" / "model.txt").read_text() == "trained on the input"
 
 
 def test_an_emulator_that_cannot_map_gcs_says_why_once_as_it_starts(no_user_namespaces: Any) -> None:
@@ -178,3 +185,86 @@ def test_an_emulator_that_cannot_map_gcs_says_why_once_as_it_starts(no_user_name
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("warning: /gcs is not this job's Cloud Storage here") == 1, result.stderr
+
+
+UPLOAD_AS_A_CLIENT = """\
+import os, sys
+from google.cloud import storage
+from vertexdist.emulator import Emulator
+with Emulator(data_dir=sys.argv[1]) as emu:
+    os.environ["STORAGE_EMULATOR_HOST"] = emu.storage_endpoint
+    bucket = storage.Client(project="test-proj").create_bucket("inputs-bucket")
+    bucket.blob("data/input.txt").upload_from_string("the input")
+"""
+
+READ_BACK_AS_A_CLIENT = """\
+import json, os, sys
+from google.cloud import storage
+from vertexdist.emulator import Emulator
+with Emulator(data_dir=sys.argv[1]) as emu:
+    os.environ["STORAGE_EMULATOR_HOST"] = emu.storage_endpoint
+    client = storage.Client(project="test-proj")
+    found = {
+        bucket: {
+            blob.name: client.bucket(bucket).blob(blob.name).download_as_text()
+            for blob in client.list_blobs(bucket)
+            if not blob.name.endswith((".tar.gz", "/"))
+        }
+        for bucket in ("vd-staging", "inputs-bucket")
+    }
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+def test_an_ordinary_users_emulator_job_reads_and_writes_the_emulated_storage_at_gcs(
+    nobody: Any, host_gcs: Any
+) -> None:
+    """As `nobody` (no root, no container runtime): a client's upload is at /gcs for the job, and what the job
+    wrote through /gcs is served by the emulated Cloud Storage afterwards."""
+    import subprocess
+
+    work = nobody.folder("emulator-job")
+    data = work / "emulator-data"
+    (work / "train.py").write_text(JOB_SCRIPT)
+    (work / "job.yaml").write_text(
+        "display_name: gcs-idiom\nproject: test-proj\nlocation: us-central1\n"
+        "staging_bucket: gs://vd-staging/staging\n"
+        "container_uri: us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest\n"
+        "machine_type: n1-standard-4\nreplica_count: 2\ntrainer:\n  script: train.py\n"
+    )
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            nobody.argv(nobody.python, *argv),
+            env=nobody.env(),
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result
+
+    run("-c", UPLOAD_AS_A_CLIENT, str(data))
+    submitted = run(
+        "-m", "vertexdist", "submit", "job.yaml", "--emulator", "--follow", "--emulator-data-dir", str(data)
+    )
+    assert "job SUCCEEDED: gcs-idiom" in submitted.stderr
+    assert "warning: /gcs" not in submitted.stdout + submitted.stderr
+    # After the job, a client of the emulated Cloud Storage reads what the job wrote through /gcs.
+    objects = json.loads(run("-c", READ_BACK_AS_A_CLIENT, str(data)).stdout)
+    [model] = [name for name in objects["vd-staging"] if name.endswith("/model/model.txt")]
+    assert objects["vd-staging"][model] == "trained on the input"
+    assert json.loads(objects["inputs-bucket"]["results/summary.json"]) == {"read": 9}
+    wrote = data / "gcs" / "inputs-bucket" / "results" / "summary.json"
+    assert wrote.stat().st_uid == nobody.uid  # written as the user, not as root
+    # ... and `outputs --download`, the command submit printed, fetches the job's outputs.
+    pipeline = next(line.strip() for line in submitted.stdout.splitlines() if "/trainingPipelines/" in line)
+    downloaded = work / "downloaded"
+    emulator = ("--emulator", "--emulator-data-dir", str(data))
+    run("-m", "vertexdist", "outputs", pipeline, *emulator, "--download", str(downloaded))
+    assert [p.relative_to(downloaded).as_posix() for p in downloaded.rglob("*") if p.is_file()] == [
+        "model/model.txt"
+    ]
+    assert (downloaded / "model" / "model.txt").read_text() == "trained on the input"

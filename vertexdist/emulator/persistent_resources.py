@@ -24,6 +24,7 @@ from vertexdist.emulator.store import JobStore, Resource
 from vertexdist.emulator.validation import location_problems
 from vertexdist.spec.rules import persistent_resource_id_problem
 from vertexdist.wire.enums import ACCELERATOR_TYPES, enum_name, enum_number
+from vertexdist.wire.placement import placement_problems
 from vertexdist.wire.proto_json import now_rfc3339
 
 COLLECTION = "persistentResources"
@@ -181,6 +182,29 @@ class PersistentResources:
             lambda filter_, size, token: self._service.list(parent, COLLECTION, filter_, size, token),
             render,
         )
+
+    def check_job(self, parent: str, spec: Resource, where: str) -> None:
+        """Refuse a job spec naming a persistent resource that is missing, not RUNNING, or too small."""
+        ident = spec.get("persistentResourceId")
+        if not ident:
+            return
+        name = f"{parent}/{COLLECTION}/{ident}"
+        found = self._store.get(name)
+        if found is None:
+            raise ApiError.invalid(
+                f"{where}.persistentResourceId: the PersistentResource {name!r} does not exist; "
+                "create it first (vertexdist pool create) or leave persistentResourceId out"
+            )
+        if found.get("state") != "RUNNING":
+            raise ApiError(
+                400,
+                "FAILED_PRECONDITION",
+                f"{where}.persistentResourceId: the PersistentResource {name!r} is {found.get('state')}, "
+                "not RUNNING",
+            )
+        problems = placement_problems(spec, found)
+        if problems:
+            raise ApiError.invalid(f"{where}: " + "; ".join(problems))
 
     def delete(self, parent: str, version: str, name: str) -> Resource:
         if self._store.delete(name) is None:

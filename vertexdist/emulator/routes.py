@@ -48,7 +48,9 @@ class EmulatorRoutes:
         self.service = service
         self.models = models
         self.operations = operations
-        self.persistent_resources = PersistentResourceRoutes(PersistentResources(service.store, service))
+        resources = PersistentResources(service.store, service)
+        self.persistent_resources = PersistentResourceRoutes(resources)
+        service.check_placement = resources.check_job
 
     def answer(
         self, verb: str, path: str, query: dict[str, str], read_body: ReadBody

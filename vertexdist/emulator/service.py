@@ -100,6 +100,8 @@ class EmulatorService:
         self.hold_get_s = hold_get_s
         # (pipeline, its succeeded job) -> fields the pipeline gets, e.g. the uploaded model (models.py).
         self.on_pipeline_success: Callable[[Resource, Resource], dict[str, Any]] | None = None
+        # (parent, job spec, where) -> raises ApiError when the persistent resource it names cannot take it.
+        self.check_placement: Callable[[str, dict[str, Any], str], None] | None = None
         self._running: dict[str, RunningJob] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -125,6 +127,8 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"customJob.jobSpec.{exc}") from None
         self._check_spec(spec, "customJob.jobSpec")
+        if self.check_placement is not None:
+            self.check_placement(parent, spec, "customJob.jobSpec")
         if pipeline is None and trial is None:
             self._refuse_for_quota(location, spec, parent)
         job = _new_resource(parent, "customJobs", body, "JOB_STATE_QUEUED", jobSpec=spec)
@@ -153,6 +157,8 @@ class EmulatorService:
         except ValueError as exc:
             raise ApiError.invalid(f"trainingPipeline.trainingTaskInputs.{exc}") from None
         self._check_spec(spec, "trainingPipeline.trainingTaskInputs")
+        if self.check_placement is not None:
+            self.check_placement(parent, spec, "trainingPipeline.trainingTaskInputs")
         self._refuse_for_quota(location, spec, parent)
         pipeline = _new_resource(
             parent,

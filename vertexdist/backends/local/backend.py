@@ -34,7 +34,7 @@ from vertexdist.backends.base import (
 from vertexdist.backends.local.logs import LocalLogs
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_request
 from vertexdist.backends.local.resume import local_path
-from vertexdist.backends.local.run_folders import file_stamp, run_folders
+from vertexdist.backends.local.run_folders import file_stamp, read_run_json, run_folders
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.local.events import EVENTS, RecordedEvent, read_events
@@ -60,15 +60,6 @@ def _short(state: str) -> str:
     return state.removeprefix("JOB_STATE_")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A run folder's JSON file, or {} when it is missing or not (yet) whole."""
-    try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
 def _times(name: str, events: list[RecordedEvent], summary: dict[str, Any]) -> tuple[float | None, ...]:
     """(created, started, ended) in seconds since the epoch: from the recorded events, else from the job id
     (its UTC start second) and the summary's elapsed time (run folders from before events were kept)."""
@@ -87,7 +78,7 @@ def _times(name: str, events: list[RecordedEvent], summary: dict[str, Any]) -> t
 def _about_from_plan(run_dir: Path) -> dict[str, Any]:
     """A run folder from before run.json: its region from the plan (what its replicas got as
     CLOUD_ML_REGION)."""
-    replicas = _read_json(run_dir / "plan.json").get("replicas") or [{}]
+    replicas = read_run_json(run_dir / "plan.json").get("replicas") or [{}]
     env = replicas[0].get("env") if isinstance(replicas[0], dict) else None
     region = env.get("CLOUD_ML_REGION") if isinstance(env, dict) else None
     return {"location": region} if region else {}
@@ -296,9 +287,9 @@ class LocalBackend:
                 location=request.ctx.region,
             )
         run_dir = self.run_dir(name)
-        spec = mask_secrets(_read_json(run_dir / "job.json"))
-        about = _read_json(run_dir / RUN) or _about_from_plan(run_dir)
-        summary = _read_json(run_dir / SUMMARY)
+        spec = mask_secrets(read_run_json(run_dir / "job.json"))
+        about = read_run_json(run_dir / RUN) or _about_from_plan(run_dir)
+        summary = read_run_json(run_dir / SUMMARY)
         events = read_events(run_dir)
         if not (summary or events or spec):
             self.summary(name)  # raises UnknownLocalJob, saying where it looked
@@ -351,7 +342,7 @@ class LocalBackend:
             return [info(r.name, r.state.value, r.exit_code, r.attempt) for r in found[1].replicas()]
         run_dir = self.run_dir(name)
         latest: dict[str, ReplicaInfo] = {}
-        for entry in _read_json(run_dir / "plan.json").get("replicas") or []:
+        for entry in read_run_json(run_dir / "plan.json").get("replicas") or []:
             if isinstance(entry, dict) and entry.get("name"):
                 latest[str(entry["name"])] = info(str(entry["name"]), "PENDING")
         events = [e for e in read_events(run_dir) if e.replica is not None and e.replica_state is not None]
@@ -360,7 +351,7 @@ class LocalBackend:
                 str(event.replica), str(event.replica_state), event.exit_code, event.attempt
             )
         if not events:  # a run from before events were kept
-            for entry in _read_json(run_dir / SUMMARY).get("replicas") or []:
+            for entry in read_run_json(run_dir / SUMMARY).get("replicas") or []:
                 if isinstance(entry, dict) and entry.get("name"):
                     replica = str(entry["name"])
                     latest[replica] = info(replica, str(entry.get("state", "")), entry.get("exit_code"))

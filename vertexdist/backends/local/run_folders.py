@@ -1,12 +1,14 @@
 """The run folders under a runs folder, as lists and views read them: which hold a job (or a tuning run),
-and a stamp of a folder's files that changes whenever one of them does. For the local backend and its
-tuning part both.
+a stamp of a folder's files that changes whenever one of them does, and a run folder's JSON file read
+while it may still be written. For the local backend and its tuning part both.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 
 def run_folders(runs: Path, marker: str) -> list[str]:
@@ -32,3 +34,13 @@ def file_stamp(folder: Path, names: tuple[str, ...]) -> tuple[int, ...]:
             continue
         stamp += [found.st_size, found.st_mtime_ns]
     return tuple(stamp)
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """A run folder's JSON object (job.json, summary.json, ...), or {} when it is missing, not (yet) whole,
+    or not an object."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}

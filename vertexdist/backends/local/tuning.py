@@ -15,7 +15,6 @@ run folder, each trial's own job through a `LocalBackend` over `trials/`.
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from vertexdist.backends.base import (
 from vertexdist.backends.local.logs import LocalLogs
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_run
 from vertexdist.backends.local.resume import local_path
-from vertexdist.backends.local.run_folders import file_stamp, run_folders
+from vertexdist.backends.local.run_folders import file_stamp, read_run_json, run_folders
 from vertexdist.backends.local.trials import LocalTrialLauncher, trial_default_output_uri
 from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError
@@ -69,14 +68,6 @@ REQUEST = "request.json"
 
 class UnknownTuningRun(UsageError):
     """No tuning run of that id has a run folder here."""
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -346,10 +337,10 @@ class LocalTuningBackend:
     def _state_file(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
         """(request.json's body, the summary or, while the study runs, its progress)."""
         folder = self.run_dir(name)
-        request = _read_json(folder / REQUEST)
+        request = read_run_json(folder / REQUEST)
         if not request:
             raise UnknownTuningRun(f"no tuning run {name} in {self.options.runs_dir}")
-        return request, _read_json(folder / SUMMARY) or _read_json(folder / PROGRESS)
+        return request, read_run_json(folder / SUMMARY) or read_run_json(folder / PROGRESS)
 
     def trial_jobs(self, name: str) -> LocalBackend:
         """The run's trials as local jobs (a trial's id names its job): replicas, logs, outputs."""

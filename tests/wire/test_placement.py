@@ -1,0 +1,56 @@
+"""Issue 26: does a job spec fit a persistent resource (the rule the emulator and `submit` share)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vertexdist.wire.placement import placement_problems
+
+GPU = {"machineType": "a2-highgpu-1g", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 1}
+RESOURCE = {
+    "name": "projects/p/locations/l/persistentResources/warm",
+    "resourcePools": [
+        {"id": "cpu", "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "2"},
+        {"id": "gpu", "machineSpec": GPU, "replicaCount": "4"},
+    ],
+}
+
+
+def spec(*pools: tuple[dict[str, Any], int]) -> dict[str, Any]:
+    return {"workerPoolSpecs": [{"machineSpec": m, "replicaCount": n} if n else {} for m, n in pools]}
+
+
+def test_pools_within_the_resource_fit() -> None:
+    assert (
+        placement_problems(spec((GPU, 1), (GPU, 3), ({}, 0), ({"machineType": "n1-standard-4"}, 2)), RESOURCE)
+        == []
+    )
+
+
+def test_a_machine_shape_the_resource_lacks_is_named_with_what_it_has() -> None:
+    other = {**GPU, "acceleratorCount": 2}
+    [problem] = placement_problems(spec((other, 1)), RESOURCE)
+    assert "workerPoolSpecs[0] asks for a2-highgpu-1g with 2 x NVIDIA_TESLA_A100" in problem
+    assert "n1-standard-4, a2-highgpu-1g with 1 x NVIDIA_TESLA_A100" in problem
+
+
+def test_replicas_of_one_shape_are_counted_across_the_jobs_pools() -> None:
+    [problem] = placement_problems(spec((GPU, 1), (GPU, 4)), RESOURCE)
+    assert problem == (
+        "workerPoolSpecs[0], workerPoolSpecs[1] ask for 5 replicas of a2-highgpu-1g with"
+        " 1 x NVIDIA_TESLA_A100; persistent resource 'warm' holds 4"
+    )
+
+
+def test_an_autoscaling_pool_holds_its_maximum() -> None:
+    scaled = {
+        "resourcePools": [
+            {
+                "machineSpec": GPU,
+                "replicaCount": "1",
+                "autoscalingSpec": {"minReplicaCount": "1", "maxReplicaCount": "8"},
+            }
+        ]
+    }
+    assert placement_problems(spec((GPU, 8)), scaled) == []
+    assert placement_problems(spec((GPU, 9)), scaled) != []
