@@ -9,6 +9,7 @@ from vertexdist.estimate.advice import Advice, advise
 from vertexdist.estimate.communication import CommEstimate, estimate_communication
 from vertexdist.estimate.costs import CostEstimate, estimate_costs
 from vertexdist.estimate.memory import STRATEGIES, MemoryPlan, memory_advice, usable_strategies
+from vertexdist.estimate.reserved import reserved_cost
 from vertexdist.spec import prices
 from vertexdist.spec.prices_data import PRICES_READ_ON, PRICES_SOURCE_URL
 
@@ -137,6 +138,13 @@ def _memory(plan: MemoryPlan | None) -> dict[str, Any]:
     }
 
 
+def _reserved(e: Estimate) -> dict[str, Any] | None:
+    reserved = reserved_cost(e.template, e.costs)
+    if reserved is None:
+        return None
+    return {"id": reserved.resource_id, "idle_cost_per_hour_usd": _round(reserved.idle_per_hour, 4)}
+
+
 def to_json(e: Estimate) -> dict[str, Any]:
     """The estimate as plain data; the keys named in the issue stay at the top level."""
     costs = e.costs
@@ -153,6 +161,7 @@ def to_json(e: Estimate) -> dict[str, Any]:
         "hours_from": costs.hours_from,
         "cost_total_usd": _round(costs.total, 2),
         "tuning": _tuning(costs),
+        "persistent_resource": _reserved(e),
         "pools": [
             {
                 "pool": p.pool,
