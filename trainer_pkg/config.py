@@ -15,6 +15,7 @@ from trainer_pkg.errors import TrainerError
 GCS_ROOT_VARIABLE = "VERTEXDIST_GCS_ROOT"
 DEFAULT_GCS_ROOT = "/gcs"  # where Vertex mounts every bucket the job can read
 HP_METRICS = ("val_accuracy", "val_loss")
+STRATEGIES = ("ddp", "fsdp")  # trainer_pkg.strategies (not imported: it imports torch)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class TrainConfig:
     hp_metric_tag: str = ""  # report the validation metric under this tag (a tuning trial's objective)
     hp_metric: str = "val_accuracy"
     val_data: str = ""
+    strategy: str = "ddp"
     tensorboard_dir: str = ""  # where rank 0 writes TensorBoard scalars ("" : none)
 
     def to_json(self) -> str:
@@ -103,7 +105,10 @@ def _layer_sizes(text: str) -> tuple[int, ...]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m trainer_pkg.task",
-        description="DDP training of a churn classifier; reads its place in the job from the environment.",
+        description=(
+            "Data-parallel training of a churn classifier (DDP or FSDP); reads its place in the job from the"
+            " environment."
+        ),
     )
     d = TrainConfig()
     parser.add_argument("--epochs", type=_positive_int, default=d.epochs)
@@ -140,6 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--val-data", default=d.val_data, help="validation CSV (default: fresh synthetic rows for synthetic)"
     )
     parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=d.strategy,
+        help="ddp: the whole model on every rank (default); fsdp: parameters, gradients and optimizer state"
+        " sharded over the ranks (FSDP2 fully_shard, ZeRO-3)",
+    )
+    parser.add_argument(
         "--tensorboard-dir",
         default=None,
         help="TensorBoard scalars (loss, accuracy) go here; default: $AIP_TENSORBOARD_LOG_DIR, else none",
@@ -171,6 +183,7 @@ def parse_config(
         hp_metric_tag=args.hp_metric_tag,
         hp_metric=args.hp_metric,
         val_data=args.val_data,
+        strategy=args.strategy,
         tensorboard_dir=args.tensorboard_dir or env.get("AIP_TENSORBOARD_LOG_DIR") or "",
     )
     if config.hp_metric_tag and config.data != "synthetic" and not config.val_data:

@@ -167,6 +167,19 @@ def _cost_table(e: Estimate) -> object:
         _money(costs.total_for(on_demand)),
         _money(costs.total_for(spot)),
     )
+    if e.spot is not None:
+        extra = (
+            f"(+{e.spot.spot_hours - e.spot.hours:.1f} h redone, restarts)"
+            if e.spot.spot_hours is not None
+            else "(not expected to finish)"
+        )
+        table.add_row(
+            f"Spot, {e.spot.rate_per_hour:g} preemptions/h",
+            extra,
+            "",
+            "",
+            _money(e.spot_expected_total) if e.spot.finishes else "never ends",
+        )
     return table
 
 
@@ -278,6 +291,12 @@ def estimate(
     headroom: str | None = typer.Option(
         None, "--headroom", help="Share of each GPU kept for activations and buffers (default 20%)."
     ),
+    preemptions_per_hour: float = typer.Option(
+        0.1,
+        "--preemptions-per-hour",
+        min=0.0,
+        help="Spot preemptions per hour for the expected Spot cost (default 0.1, our figure).",
+    ),
     output_format: str = typer.Option("table", "--format", help="table (default) or json."),
 ) -> None:
     """Estimate TEMPLATE's cost, its all-reduce time per step, if reducers pay, and what fits in memory.
@@ -301,7 +320,7 @@ def estimate(
     compute_s = _parsed("--step-compute", units.parse_duration_s, step_compute) if step_compute else None
     count = gradients.params if gradients else None
     plan = _memory_plan(loaded, count, optimizer_bytes, tensor_parallel, pipeline_parallel, headroom)
-    result = build_estimate(loaded, gradients, compute_s, hours, plan)
+    result = build_estimate(loaded, gradients, compute_s, hours, plan, preemptions_per_hour)
     if output_format == "json":
         typer.echo(json.dumps(to_json(result), indent=2))
         return

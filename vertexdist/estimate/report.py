@@ -9,6 +9,7 @@ from vertexdist.estimate.advice import Advice, advise
 from vertexdist.estimate.communication import CommEstimate, estimate_communication
 from vertexdist.estimate.costs import CostEstimate, estimate_costs
 from vertexdist.estimate.memory import STRATEGIES, MemoryPlan, memory_advice, usable_strategies
+from vertexdist.estimate.spot import DEFAULT_PREEMPTIONS_PER_HOUR, SpotExpectation, expect_spot
 from vertexdist.spec import prices
 from vertexdist.spec.prices_data import PRICES_READ_ON, PRICES_SOURCE_URL
 
@@ -34,6 +35,15 @@ class Estimate:
     compute_s: float | None
     advice: tuple[Advice, ...]
     memory: MemoryPlan | None = None
+    spot: SpotExpectation | None = None
+
+    @property
+    def spot_expected_total(self) -> float | None:
+        """The whole run on Spot with its expected preemptions (recomputed work and start-ups included)."""
+        spot_total = self.costs.total_for(self.costs.spot_per_hour)
+        if spot_total is None or self.spot is None or self.spot.spot_hours is None:
+            return None
+        return spot_total * self.spot.spot_hours / self.spot.hours
 
 
 def build_estimate(
@@ -42,6 +52,7 @@ def build_estimate(
     compute_s: float | None = None,
     hours: float | None = None,
     memory: MemoryPlan | None = None,
+    preemptions_per_hour: float = DEFAULT_PREEMPTIONS_PER_HOUR,
 ) -> Estimate:
     """Costs, the all-reduce (with `gradients`) and the memory plan (with `memory`), and their advice."""
     costs = estimate_costs(t, hours)
@@ -58,7 +69,8 @@ def build_estimate(
                     " pass --grad-dtype bf16 to time a mixed-precision step",
                 )
             )
-    return Estimate(t, costs, gradients, comm, compute_s, tuple(advice), memory)
+    spot = expect_spot(costs.hours, preemptions_per_hour)
+    return Estimate(t, costs, gradients, comm, compute_s, tuple(advice), memory, spot)
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
@@ -137,6 +149,19 @@ def _memory(plan: MemoryPlan | None) -> dict[str, Any]:
     }
 
 
+def _spot(e: Estimate) -> dict[str, Any] | None:
+    if e.spot is None:
+        return None
+    return {
+        "preemptions_per_hour": e.spot.rate_per_hour,
+        "lost_hours_per_preemption": round(e.spot.lost_hours_per_preemption, 4),
+        "expected_preemptions": _round(e.spot.preemptions, 2),
+        "expected_spot_hours": _round(e.spot.spot_hours, 2),
+        "expected_cost_total_usd": _round(e.spot_expected_total, 2),
+        "on_demand_cost_total_usd": _round(e.costs.total_for(e.costs.on_demand_per_hour), 2),
+    }
+
+
 def to_json(e: Estimate) -> dict[str, Any]:
     """The estimate as plain data; the keys named in the issue stay at the top level."""
     costs = e.costs
@@ -152,6 +177,7 @@ def to_json(e: Estimate) -> dict[str, Any]:
         "hours": costs.hours,
         "hours_from": costs.hours_from,
         "cost_total_usd": _round(costs.total, 2),
+        "spot_with_preemptions": _spot(e),
         "tuning": _tuning(costs),
         "pools": [
             {

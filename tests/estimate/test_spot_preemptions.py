@@ -1,0 +1,63 @@
+"""The expected Spot cost with preemptions (issue 22, part 5): recomputed work and start-up per preemption."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from vertexdist.estimate.spot import (
+    DEFAULT_PREEMPTIONS_PER_HOUR,
+    RECOMPUTED_MINUTES,
+    RESTART_MINUTES,
+    expect_spot,
+    expected_spot_cost,
+)
+
+TEMPLATE = "job_templates/a2-ultragpu-8g-rs.yaml"
+
+
+def test_no_preemptions_costs_the_plain_spot_hours() -> None:
+    e = expect_spot(72.0, 0.0)
+    assert e.spot_hours == 72.0 and e.preemptions == 0.0
+
+
+def test_each_preemption_adds_its_recomputed_work_and_start_up() -> None:
+    e = expect_spot(10.0, 0.5, recomputed_minutes=30.0, restart_minutes=30.0)  # 1 h lost per preemption
+    assert e.spot_hours == pytest.approx(20.0)  # 10 / (1 - 0.5)
+    assert e.preemptions == pytest.approx(10.0)
+    assert expected_spot_cost(2.0, e) == pytest.approx(40.0)
+    # Check the renewal: the work done equals the Spot hours less what each preemption wasted.
+    assert e.spot_hours - e.preemptions * e.lost_hours_per_preemption == pytest.approx(10.0)
+
+
+def test_a_rate_that_wastes_every_hour_never_finishes() -> None:
+    e = expect_spot(10.0, 6.0, recomputed_minutes=5.0, restart_minutes=5.0)
+    assert not e.finishes and expected_spot_cost(2.0, e) is None
+
+
+def _estimate_json(*extra: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-m", "vertexdist", "estimate", TEMPLATE, "--format", "json", *extra],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def test_the_cli_default_is_the_documented_figure_and_the_rate_changes_the_cost() -> None:
+    default = _estimate_json()["spot_with_preemptions"]
+    assert isinstance(default, dict)
+    assert default["preemptions_per_hour"] == DEFAULT_PREEMPTIONS_PER_HOUR
+    assert default["lost_hours_per_preemption"] == pytest.approx(
+        (RECOMPUTED_MINUTES + RESTART_MINUTES) / 60, abs=1e-4
+    )
+    busy = _estimate_json("--preemptions-per-hour", "0.5")["spot_with_preemptions"]
+    assert isinstance(busy, dict)
+    assert busy["expected_cost_total_usd"] > default["expected_cost_total_usd"]
+    assert busy["on_demand_cost_total_usd"] == default["on_demand_cost_total_usd"]
+    calm = _estimate_json("--preemptions-per-hour", "0")["spot_with_preemptions"]
+    assert isinstance(calm, dict) and calm["expected_preemptions"] == 0
