@@ -213,6 +213,49 @@ def test_no_part_of_vertexdist_but_the_shipped_launcher_writes_the_environment()
     assert not writes, "\n".join(writes)
 
 
+SERVER_CLASSES = {"HTTPServer", "ThreadingHTTPServer", "TCPServer", "ThreadingTCPServer"}
+
+
+def _takes_a_server(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom) and node.module in ("http.server", "socketserver"):
+        return any(alias.name in SERVER_CLASSES for alias in node.names)
+    if isinstance(node, ast.Import):
+        return any(alias.name == "socketserver" for alias in node.names)
+    return isinstance(node, ast.Attribute) and node.attr in SERVER_CLASSES
+
+
+def _servers_made(path: Path) -> list[str]:
+    """Where a module takes a server class of http.server or socketserver (to subclass or make one)."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [f"line {getattr(node, 'lineno', 0)}" for node in ast.walk(tree) if _takes_a_server(node)]
+
+
+def test_one_threaded_server_base() -> None:
+    # Every HTTP server of vertexdist (the emulator's Vertex and Cloud Storage APIs, a local job's metadata
+    # server) is a LoopbackServer: loopback only, started and stopped one way.
+    made = [
+        f"{path.relative_to(REPO)} {where}"
+        for path in sorted(REPO.glob("vertexdist/**/*.py"))
+        if path != REPO / "vertexdist/loopback_server.py"
+        for where in _servers_made(path)
+    ]
+    assert not made, "\n".join(made) + "\nsubclass vertexdist.loopback_server.LoopbackServer instead"
+
+
+def test_the_server_check_sees_each_way_in(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    for line in (
+        "from http.server import ThreadingHTTPServer",
+        "from http.server import BaseHTTPRequestHandler, HTTPServer",
+        "import socketserver",
+        "import http.server\nclass S(http.server.ThreadingHTTPServer): pass",
+    ):
+        probe.write_text(line + "\n")
+        assert _servers_made(probe), line
+    probe.write_text("from http.server import BaseHTTPRequestHandler\n")
+    assert not _servers_made(probe)
+
+
 def test_the_environment_check_sees_each_kind_of_write(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     for line in (

@@ -1,5 +1,6 @@
 """A threaded HTTP server on 127.0.0.1 that serves from a background thread until stopped: the base of the
-emulator's Vertex API (`emulator.http_api`) and of a local job's metadata server (`local.metadata_server`).
+emulator's Vertex API (`emulator.http_api`), its Cloud Storage API (`emulator.gcs_http`) and a local job's
+metadata server (`local.metadata_server`).
 
 Loopback only: both answer whatever reaches them (the emulator runs commands it is sent), so neither may
 ever face a network.

@@ -166,6 +166,13 @@ def test_submit_emulator_reads_an_upload_at_gcs_and_its_writes_are_objects_after
         assert [f["path"] for f in listed["files"]] == ["model/model.txt"]
         bucket, _, prefix = listed["uri"].removeprefix("gs://").partition("/")
         assert _objects(bucket)[f"{prefix}model/model.txt"] == b"trained on the input"
+        downloaded = tmp_path / "downloaded"
+        code, out, err = cli("outputs", name, "--download", str(downloaded))
+        assert code == 0, out + err
+        assert [p.relative_to(downloaded).as_posix() for p in downloaded.rglob("*") if p.is_file()] == [
+            "model/model.txt"
+        ]
+        assert (downloaded / "model" / "model.txt").read_text() == "trained on the input"
 
 
 def test_an_emulator_that_cannot_map_gcs_says_why_once_as_it_starts(no_user_namespaces: Any) -> None:
@@ -252,3 +259,12 @@ def test_an_ordinary_users_emulator_job_reads_and_writes_the_emulated_storage_at
     assert json.loads(objects["inputs-bucket"]["results/summary.json"]) == {"read": 9}
     wrote = data / "gcs" / "inputs-bucket" / "results" / "summary.json"
     assert wrote.stat().st_uid == nobody.uid  # written as the user, not as root
+    # ... and `outputs --download`, the command submit printed, fetches the job's outputs.
+    pipeline = next(line.strip() for line in submitted.stdout.splitlines() if "/trainingPipelines/" in line)
+    downloaded = work / "downloaded"
+    emulator = ("--emulator", "--emulator-data-dir", str(data))
+    run("-m", "vertexdist", "outputs", pipeline, *emulator, "--download", str(downloaded))
+    assert [p.relative_to(downloaded).as_posix() for p in downloaded.rglob("*") if p.is_file()] == [
+        "model/model.txt"
+    ]
+    assert (downloaded / "model" / "model.txt").read_text() == "trained on the input"

@@ -224,3 +224,82 @@ def test_a_job_runs_on_a_persistent_resource_it_fits_and_is_refused_otherwise(
     with pytest.raises(exceptions.BadRequest) as missing:
         _job(aiplatform, "nowhere", 1, "jobs-run-here").run()
     assert "does not exist" in str(missing.value)
+
+
+def test_our_create_body_is_the_one_the_sdk_builds() -> None:
+    """`PersistentResource.create(...)` builds `PersistentResource(name=ID, display_name, resource_pools,
+    labels)`; `pool create` sends the same message."""
+    import json
+
+    from google.cloud.aiplatform.compat.types import persistent_resource_v1
+    from google.cloud.aiplatform_v1.types import PersistentResource
+
+    from vertexdist.backends.vertex.pools import create_body
+    from vertexdist.wire.placement import pools_for
+
+    pools = pools_for(
+        {
+            "workerPoolSpecs": [
+                {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1},
+                {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1},
+            ]
+        }
+    )
+    ours = PersistentResource.from_json(json.dumps(create_body("warm-1", pools, "warm", {"team": "ml"})))
+    sdk = persistent_resource_v1.PersistentResource(
+        name="warm-1",
+        display_name="warm",
+        resource_pools=[{"machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 2}],
+        labels={"team": "ml"},
+    )
+    assert PersistentResource.to_dict(ours) == type(sdk).to_dict(sdk)
+
+
+def test_pool_commands_create_from_a_template_describe_list_and_delete(
+    cli: Any, emu: Emulator, write_template: Any
+) -> None:
+    at = ["--endpoint", emu.vertex_endpoint, "--transport", "rest"]
+    template = write_template(name="pool-sized", replicas=3)
+    code, out, err = cli("pool", "create", "cli-warm", "--from", str(template), *at)
+    assert code == 0, err
+    assert f"{PARENT}/persistentResources/cli-warm  RUNNING" in out
+    assert "pool n1-standard-4-0: 3 x n1-standard-4 (0 in use)" in out
+    assert "persistent_resource_id: cli-warm" in out
+
+    code, out, _ = cli("pool", "describe", f"{PARENT}/persistentResources/cli-warm", *at)
+    assert code == 0 and "RUNNING" in out
+    code, out, _ = cli("pool", "list", "--project", "test-proj", "--location", "us-central1", *at, "--json")
+    assert code == 0 and "cli-warm" in [r["name"].rsplit("/", 1)[1] for r in json_list(out)]
+
+    code, _, err = cli(
+        "pool", "create", "cli-warm", "--machine-type", "n1-standard-4", "--project", "test-proj", *at
+    )
+    assert code == 1 and "already exists" in err
+
+    code, out, _ = cli(
+        "pool", "delete", "cli-warm", "--project", "test-proj", "--location", "us-central1", *at
+    )
+    assert code == 0 and out.strip() == f"deleted {PARENT}/persistentResources/cli-warm"
+    code, _, err = cli("pool", "describe", "cli-warm", "--project", "test-proj", *at)
+    assert code == 1 and "not found" in err
+
+
+def json_list(text: str) -> list[dict[str, Any]]:
+    import json
+
+    found = json.loads(text)
+    assert isinstance(found, list)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["create", "Bad_Id", "--machine-type", "n1-standard-4"], "not a persistent resource id"),
+        (["create", "ok-id"], "--from TEMPLATE or --machine-type"),
+        (["describe", "projects/p/locations/l/customJobs/1"], "not a persistent resource name"),
+    ],
+)
+def test_pool_usage_errors_say_what_would_be_right(cli: Any, args: list[str], says: str) -> None:
+    code, _, err = cli("pool", *args, "--project", "p")
+    assert code == 2 and says in err and "hint:" in err

@@ -55,6 +55,12 @@ def submit(
         help="With --emulator: where jobs, logs and outputs are kept.",
     ),
     resume_from: ResumeFrom = None,
+    managed: bool = typer.Option(
+        False,
+        "--managed",
+        help="Run a controller that makes a new attempt after a preemption, stockout or quota refusal "
+        "(the template's `recovery:`); first line `managed: ID`.",
+    ),
 ) -> None:
     """Package TEMPLATE's trainer, upload it, create the Vertex training job and follow it to the end."""
     from vertexdist.jobs.submit import InProcessEmulator, SubmitRequest, Where, open_submission
@@ -71,6 +77,12 @@ def submit(
             " the template says (trainer.nproc_per_node, else one process per GPU)",
             hint="add --emulator, or set trainer.nproc_per_node in the template",
         )
+    if managed:
+        _refuse_with_managed(emulator=emulator, dry_run=dry_run, resume_from=resume_from)
+        from vertexdist.cli.managed import submit_managed
+
+        submit_managed(template, Where(project, location, staging_bucket, endpoint, transport), detach=detach)
+        return
     request = SubmitRequest(
         load_template(template),
         Where(project, location, staging_bucket, endpoint, transport),
@@ -88,6 +100,23 @@ def submit(
 
         flags = JobPlace(emulator_dir=emulator_data_dir).flags if emulator else ""
         _submit(session, follow=follow, detach=detach, flags=flags)
+
+
+def _refuse_with_managed(*, emulator: bool, dry_run: bool, resume_from: str | None) -> None:
+    if emulator:
+        raise UsageError(
+            "--managed with --emulator: the in-process emulator stops with this command, and a managed job"
+            " must outlive its controller",
+            hint="start one (vertexdist emulator start) and pass --endpoint, or drop --managed",
+        )
+    if dry_run:
+        raise UsageError(
+            "--managed with --dry-run", hint="drop --managed: the first attempt's request is the same"
+        )
+    if resume_from is not None:
+        raise UsageError(
+            "--managed with --resume-from", hint="continue a managed job with: vertexdist managed resume ID"
+        )
 
 
 def _submit(session: SubmitSession, *, follow: bool, detach: bool, flags: str) -> None:

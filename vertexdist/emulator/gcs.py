@@ -20,9 +20,8 @@ from pathlib import Path
 from vertexdist.emulator.gcs_http import StorageHTTPServer
 from vertexdist.emulator.gcs_store import ObjectStore, StoreError
 from vertexdist.errors import VertexdistError
+from vertexdist.loopback_server import LOOPBACK
 from vertexdist.wire.gcs_uri import parse_gs_uri
-
-LOOPBACK = "127.0.0.1"
 
 
 class StorageError(VertexdistError):
@@ -80,7 +79,7 @@ class StorageEmulator:
     def port(self) -> int:
         if self._server is None:
             raise StorageError("the Cloud Storage emulator is not started")
-        return int(self._server.server_address[1])
+        return self._server.port
 
     @property
     def endpoint(self) -> str:

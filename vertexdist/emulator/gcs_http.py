@@ -15,16 +15,15 @@ import fnmatch
 import json
 import re
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from vertexdist.emulator.gcs_body import BodyEnded, body_chunks, read_all, split_multipart, write_stream
 from vertexdist.emulator.gcs_store import ObjectStore, Preconditions, Record, StoreError
+from vertexdist.loopback_server import LOOPBACK, LoopbackServer
 
-LOOPBACK = "127.0.0.1"
 MAX_JSON_BYTES = 10 << 20
 _API = r"(?:/storage/v1)?"  # Node's client leaves /storage/v1 out
 _ROUTES: list[tuple[str, re.Pattern[str]]] = [
@@ -529,22 +528,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(200, b"OK", {"Content-Type": "text/plain"})
 
 
-class StorageHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+class StorageHTTPServer(LoopbackServer):
+    """The storage API on 127.0.0.1:`port` (0: any free port), over `store`; `start()`/`stop()` are the
+    loopback server's."""
+
+    thread_name = "storage-emulator-http"
     block_on_close = False
 
     def __init__(self, store: ObjectStore, port: int = 0) -> None:
-        super().__init__((LOOPBACK, port), _Handler)
+        super().__init__(port, _Handler)
         self.store = store
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.serve_forever, name="storage-emulator-http", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self.server_close()

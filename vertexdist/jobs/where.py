@@ -88,6 +88,10 @@ def _reach(place: JobPlace, env: Mapping[str, str]) -> Iterator[tuple[JobPlace, 
         yield reached, {**env, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
 
 
+# The commands beside the job commands (`pool`) reach the same places.
+reach = _reach
+
+
 def _emulator_job_name(job: str, folder: Path, place: JobPlace) -> str:
     from vertexdist.backends.config import check_job_ref, parse_job_name
     from vertexdist.emulator.folder import job_name

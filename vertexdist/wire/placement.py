@@ -65,3 +65,26 @@ def placement_problems(job_spec: Mapping[str, Any], resource: Mapping[str, Any])
                 f"{name!r} holds {capacity[shape]}"
             )
     return problems
+
+
+def pools_for(job_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The resource pools a persistent resource needs to run `job_spec` (proto-JSON ResourcePools): one per
+    machine shape, holding every replica of that shape, with the first such pool's disk."""
+    pools: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for pool in job_spec.get("workerPoolSpecs") or []:
+        replicas = int(pool.get("replicaCount") or 0) if pool else 0
+        if not replicas:
+            continue
+        machine = pool.get("machineSpec") or {}
+        shape = machine_shape(machine)
+        if shape in pools:
+            pools[shape]["replicaCount"] += replicas
+            continue
+        spec: dict[str, Any] = {"machineType": shape[0]}
+        if shape[1] != NO_ACCELERATOR:
+            spec.update(acceleratorType=shape[1], acceleratorCount=shape[2])
+        made: dict[str, Any] = {"machineSpec": spec, "replicaCount": replicas}
+        if pool.get("diskSpec"):
+            made["diskSpec"] = dict(pool["diskSpec"])
+        pools[shape] = made
+    return list(pools.values())

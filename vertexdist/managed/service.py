@@ -1,0 +1,113 @@
+"""Managed jobs as calls the CLI (or a console) makes: start one, continue one after a kill, run it in the
+background, list, read and cancel them. The CLI adds flags and printing.
+
+A managed job's record keeps its template's path and the flags that said where it goes (`Where`), so
+`resume` rebuilds the same controller; a lock file held while a controller runs keeps two from driving one
+managed job at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from vertexdist.errors import UsageError
+from vertexdist.managed import store as st
+from vertexdist.managed.attempts import AttemptBackend, VertexAttempts
+from vertexdist.managed.controller import Controller, cancel
+
+if TYPE_CHECKING:
+    from vertexdist.jobs.submit import Where
+
+MANAGED_DIR = Path(".vertexdist/managed")
+
+
+def open_store(root: Path = MANAGED_DIR) -> st.Store:
+    return st.Store(root / "managed.sqlite")
+
+
+def _where(target: Mapping[str, object]) -> Where:
+    from vertexdist.jobs.submit import Where
+
+    fields = {f.name for f in dataclasses.fields(Where)}
+    return Where(**{k: v for k, v in target.items() if k in fields})  # type: ignore[arg-type]
+
+
+def attempt_backend(managed: st.Managed, env: Mapping[str, str] = os.environ) -> AttemptBackend:
+    if managed.backend == "vertex":
+        from vertexdist.jobs.submit import SubmitHooks
+
+        return VertexAttempts(_where(managed.target), SubmitHooks(), dict(env))
+    raise UsageError(f"managed job {managed.id}: no backend {managed.backend!r}", hint="one of: vertex")
+
+
+def start(store: st.Store, template: Path, where: Where) -> st.Managed:
+    """Record a new managed job of `template` (its first attempt is planned when the controller runs)."""
+    from vertexdist.spec import load_template
+
+    load_template(template)  # a bad template is refused before anything is recorded
+    target = dataclasses.asdict(where)
+    return store.create(str(template.resolve()), "vertex", target)
+
+
+@contextmanager
+def _lock(store: st.Store, managed_id: str) -> Iterator[None]:
+    path = store.path.parent / f"{managed_id}.lock"
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                f"managed job {managed_id} is being driven by another controller",
+                hint=f"see it: vertexdist managed status {managed_id}",
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def controller(
+    store: st.Store, managed_id: str, notice: Callable[[str], None], poll_s: float = 5.0
+) -> Controller:
+    from vertexdist.spec import load_template
+
+    managed = store.get(managed_id)
+    template = load_template(Path(managed.template))
+    return Controller(store, managed_id, template, attempt_backend(managed), poll_s=poll_s, notice=notice)
+
+
+def drive(store: st.Store, managed_id: str, notice: Callable[[str], None], poll_s: float = 5.0) -> st.Managed:
+    """Run (or continue) the managed job's controller here until it ends."""
+    with _lock(store, managed_id):
+        return controller(store, managed_id, notice, poll_s).run()
+
+
+def drive_in_background(store: st.Store, managed_id: str) -> Path:
+    """Start `vertexdist managed resume ID` in its own session; its output goes to a log beside the store."""
+    log = store.path.parent / f"{managed_id}.log"
+    out: IO[bytes] = log.open("ab")
+    with out:
+        subprocess.Popen(
+            [sys.executable, "-m", "vertexdist", "managed", "resume", managed_id],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=Path.cwd(),
+        )
+    return log
+
+
+def cancel_managed(store: st.Store, managed_id: str) -> st.Managed:
+    from vertexdist.spec import load_template
+
+    managed = store.get(managed_id)
+    return cancel(store, managed_id, attempt_backend(managed), load_template(Path(managed.template)))
