@@ -15,6 +15,7 @@ from trainer_pkg.errors import TrainerError
 GCS_ROOT_VARIABLE = "VERTEXDIST_GCS_ROOT"
 DEFAULT_GCS_ROOT = "/gcs"  # where Vertex mounts every bucket the job can read
 HP_METRICS = ("val_accuracy", "val_loss")
+STRATEGIES = ("ddp", "fsdp")  # trainer_pkg.strategies (not imported: it imports torch)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class TrainConfig:
     hp_metric_tag: str = ""  # report the validation metric under this tag (a tuning trial's objective)
     hp_metric: str = "val_accuracy"
     val_data: str = ""
+    strategy: str = "ddp"
     tensorboard_dir: str = ""  # where rank 0 writes TensorBoard scalars ("" : none)
 
     def to_json(self) -> str:
@@ -51,13 +53,21 @@ class TrainConfig:
 
 
 def local_path(uri: str, env: Mapping[str, str] | None = None) -> Path:
-    """`gs://B/p` -> `<VERTEXDIST_GCS_ROOT or /gcs>/B/p`; a plain path as is."""
+    """`gs://B/p` -> `<VERTEXDIST_GCS_ROOT or /gcs>/B/p` (repeated slashes are one); a plain path as is.
+
+    vertexdist's own rule is `vertexdist.wire.gcs_uri.local_gs_path`, which this package cannot import;
+    tests/wire/test_gcs_uri.py holds the two to the same answers."""
     env = os.environ if env is None else env
     if uri.startswith("gs://"):
-        rest = uri[len("gs://") :].strip("/")
-        if not rest:
+        bucket, _, name = uri[len("gs://") :].partition("/")
+        if not bucket:
             raise TrainerError(f"{uri!r} names no bucket")
-        return Path(env.get(GCS_ROOT_VARIABLE) or DEFAULT_GCS_ROOT) / rest
+        parts = [part for part in name.split("/") if part]
+        if any(part in (".", "..") for part in parts):
+            raise TrainerError(
+                f"{uri!r} has a '.' or '..' in its name: it has no folder under the gs:// root"
+            )
+        return Path(env.get(GCS_ROOT_VARIABLE) or DEFAULT_GCS_ROOT, bucket, *parts)
     return Path(uri)
 
 
@@ -95,7 +105,10 @@ def _layer_sizes(text: str) -> tuple[int, ...]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m trainer_pkg.task",
-        description="DDP training of a churn classifier; reads its place in the job from the environment.",
+        description=(
+            "Data-parallel training of a churn classifier (DDP or FSDP); reads its place in the job from the"
+            " environment."
+        ),
     )
     d = TrainConfig()
     parser.add_argument("--epochs", type=_positive_int, default=d.epochs)
@@ -132,6 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--val-data", default=d.val_data, help="validation CSV (default: fresh synthetic rows for synthetic)"
     )
     parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=d.strategy,
+        help="ddp: the whole model on every rank (default); fsdp: parameters, gradients and optimizer state"
+        " sharded over the ranks (FSDP2 fully_shard, ZeRO-3)",
+    )
+    parser.add_argument(
         "--tensorboard-dir",
         default=None,
         help="TensorBoard scalars (loss, accuracy) go here; default: $AIP_TENSORBOARD_LOG_DIR, else none",
@@ -163,6 +183,7 @@ def parse_config(
         hp_metric_tag=args.hp_metric_tag,
         hp_metric=args.hp_metric,
         val_data=args.val_data,
+        strategy=args.strategy,
         tensorboard_dir=args.tensorboard_dir or env.get("AIP_TENSORBOARD_LOG_DIR") or "",
     )
     if config.hp_metric_tag and config.data != "synthetic" and not config.val_data:

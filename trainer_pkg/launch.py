@@ -6,8 +6,8 @@ reason. SIGTERM/SIGINT is passed on; workers agree to stop, checkpoint and exit,
 after a grace period is killed. Workers stay in this process's group and die with it (PR_SET_PDEATHSIG), so
 neither `kill -- -PGID` nor a SIGKILL of this process leaves orphans.
 
-Start methods (TRAINER_PKG_START_METHOD): "fork", the default on Linux, imports torch and the modules DDP
-and Adam load lazily (torch._dynamo, ~1 s) once per node and forks the workers from that, before any torch
+Start methods (TRAINER_PKG_START_METHOD): "fork", the default on Linux, imports torch and the modules Adam
+and FSDP load lazily (torch._dynamo, ~1 s) once per node and forks the workers from that, before any torch
 operation has run; "exec" starts each worker as a fresh interpreter that imports everything itself. This
 module imports no torch either way, so a replica that has nothing to train exits in milliseconds.
 """
@@ -170,7 +170,7 @@ class ReplicaLauncher:
             flush=True,
         )
         if self.start_method == "fork":
-            _preload_worker()
+            _preload_worker(self.config.strategy)
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         with tempfile.TemporaryDirectory(prefix="trainer_pkg-") as errors:
@@ -264,10 +264,13 @@ def _read_reason(path: Path) -> str | None:
     return text or None
 
 
-def _preload_worker() -> None:
-    """Import torch, DDP and its lazily loaded helpers once, before forking, so no worker pays for them."""
-    import torch._dynamo  # noqa: F401  (DDP's constructor imports it; ~1 s)
+def _preload_worker(strategy: str) -> None:
+    """Import torch, the strategy's modules and their lazy imports once, before forking: no worker pays."""
+    import torch._dynamo  # (the optimizer's constructor imports it; ~1 s)
 
+    if strategy == "fsdp":
+        import torch.distributed.checkpoint.state_dict
+        import torch.distributed.fsdp  # noqa: F401
     import trainer_pkg.worker  # noqa: F401
 
 

@@ -1,4 +1,4 @@
-"""One DDP training process: rendezvous, train with resumable state, checkpoint, save the model.
+"""One training process (DDP or FSDP): rendezvous, train with resumable state, checkpoint, save the model.
 
 Started by `trainer_pkg.launch` (one per GPU or CPU slot) or directly by torchrun. Its place comes from
 torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) plus a few
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import faulthandler
-import inspect
 import json
 import os
 import random
@@ -27,7 +26,6 @@ from typing import Any, NoReturn
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel
 
 from trainer_pkg import checkpoint
 from trainer_pkg.config import TrainConfig, local_path
@@ -36,6 +34,7 @@ from trainer_pkg.errors import TrainerError, is_lost_peer
 from trainer_pkg.hypertune import MetricReporter
 from trainer_pkg.model import build_model
 from trainer_pkg.scalars import Scalars
+from trainer_pkg.strategies import Strategy, build_strategy
 
 CONFIG_VARIABLE = "TRAINER_PKG_CONFIG"
 ERROR_FILE_VARIABLE = "TRAINER_PKG_ERROR_FILE"
@@ -46,8 +45,12 @@ LISTEN_FD_VARIABLE = "TRAINER_PKG_LISTEN_FD"
 OWN_STORE_VARIABLE = "TRAINER_PKG_OWN_STORE"
 
 EXIT_STOPPED = 143  # 128 + SIGTERM: stopped on request after a checkpoint
-# Ranks agree on stopping every this many steps: one tiny all-reduce; a SIGTERM waits at most this many steps.
+# Ranks agree on stopping with one tiny all-reduce: first after this many steps, then about every
+# STOP_CHECK_S seconds (the same all-reduce agrees on the next interval, at most STOP_CHECK_MAX_STEPS). A
+# SIGTERM waits that long; every check is a step's worth of synchronisation that trains nothing.
 STOP_CHECK_STEPS = 8
+STOP_CHECK_S = 1.0
+STOP_CHECK_MAX_STEPS = 512
 # TensorBoard: rank 0's batch loss every this many steps (one host sync each); accuracy per epoch on at
 # most this many training rows (one forward pass on rank 0).
 SCALAR_EVERY_STEPS = 10
@@ -126,6 +129,8 @@ class Progress:
     loss_sum: torch.Tensor = field(default_factory=lambda: torch.zeros((), dtype=torch.float64))
     saved_step: int = -1
     first_step_pending: bool = True  # for the start-up metric: the first step this process takes
+    next_stop_check: int = STOP_CHECK_STEPS  # the global step at which the ranks next agree on stopping
+    stop_checked_at: tuple[int, float] = (0, 0.0)  # (global step, time) of the last agreement
 
 
 def _rendezvous(place: WorkerPlace, config: TrainConfig, backend: str) -> None:
@@ -233,23 +238,22 @@ class Worker:
         self.model = build_model(self.dataset.features.shape[1], config.hidden, config.seed)
         self.model.set_scaling(*feature_scaling(self.dataset))
         self.model.to(self.device)
-        self.optimizer = make_optimizer(self.model, config.lr)
+        self.strategy: Strategy = build_strategy(config.strategy, self.model, config.lr)
+        self._score_accuracy = self.scalars.enabled
+        if self.strategy.name == "fsdp":  # the accuracy's forward is a collective: all ranks or none
+            wanted = torch.tensor([1.0 if self.scalars.enabled else 0.0], device=self.device)
+            dist.all_reduce(wanted, op=dist.ReduceOp.MAX)
+            self._score_accuracy = bool(wanted.item())
         self.progress = Progress(loss_sum=torch.zeros((), dtype=torch.float64, device=self.device))
+        self._loss_scales: dict[int, torch.Tensor] = {}
         self._resume()
-        self.ddp = DistributedDataParallel(
-            self.model,
-            device_ids=[self.device.index] if self.device.type == "cuda" else None,
-            gradient_as_bucket_view=True,
-            **_no_buffer_sync(),
-        )
-        self.on_device = Dataset(
-            self.dataset.features.to(self.device),
-            self.dataset.labels.to(self.device),
-            self.dataset.feature_names,
-        )
-        _settle_buckets(self.ddp, self.optimizer, self.on_device.features[:1])
+        # Scaled once: the model's scaling is elementwise, so every batch gets the values it would compute.
+        with torch.no_grad():
+            scaled = self.model.scale(self.dataset.features.to(self.device))
+        self.on_device = Dataset(scaled, self.dataset.labels.to(self.device), self.dataset.feature_names)
         self.validation: Dataset | None = None
-        if self.is_chief and config.hp_metric_tag:
+        # Under fsdp the forward is a collective: every rank scores the held-out rows, rank 0 reports.
+        if config.hp_metric_tag and (self.is_chief or self.strategy.name == "fsdp"):
             held_out = load_validation(config)
             self.validation = Dataset(
                 held_out.features.to(self.device), held_out.labels.to(self.device), held_out.feature_names
@@ -260,9 +264,11 @@ class Worker:
         config, place, progress = self.config, self.place, self.progress
         self._say(
             f"training: {len(self.dataset)} samples, {config.epochs} epochs, world size {place.world_size}, "
-            f"batch {config.batch_size} per rank, device {self.device.type}"
+            f"batch {config.batch_size} per rank, device {self.device.type}, strategy {self.strategy.name}"
         )
         StopRequest.install()
+        progress.next_stop_check = progress.global_step + STOP_CHECK_STEPS
+        progress.stop_checked_at = (progress.global_step, time.perf_counter())
         while progress.epoch < config.epochs:
             epoch_start, start = time.perf_counter(), progress.position
             self._train_epoch()
@@ -270,15 +276,19 @@ class Worker:
             self._report_tuning_metric()
             self._checkpoint()
             self._stop_if_asked()
-        spread = self._parameter_spread()
-        if spread != 0.0:
+        spread = self.strategy.spread()
+        if spread is not None and spread != 0.0:
             raise TrainerError(f"ranks ended with different parameters (largest difference {spread:g})")
         self._metric(
-            event="done", global_step=progress.global_step, world_size=place.world_size, param_spread=spread
+            event="done",
+            global_step=progress.global_step,
+            world_size=place.world_size,
+            strategy=self.strategy.name,
+            param_spread=spread,
         )
+        weights = self.strategy.model_state()
         if self.is_chief:
             self.model_dir.mkdir(parents=True, exist_ok=True)
-            weights = self.model.state_dict()
             checkpoint.write_atomic(self.model_dir / "model.pt", lambda handle: torch.save(weights, handle))
             self._say(f"saved {self.model_dir / 'model.pt'}")
         dist.barrier()
@@ -294,15 +304,16 @@ class Worker:
             world_size=place.world_size,
             batch_size=config.batch_size,
         )
+        strategy, scales = self.strategy, self._loss_scales
         for batch in shard.batches():
-            self.optimizer.zero_grad(set_to_none=False)
-            loss_sum = F.binary_cross_entropy_with_logits(
-                self.ddp(batch.features), batch.labels, reduction="sum"
-            )
-            # DDP averages gradients over ranks; scaling by W/global makes that the global batch mean.
-            (loss_sum * (place.world_size / batch.global_size)).backward()
-            self.optimizer.step()
-            progress.loss_sum += loss_sum.detach().to(progress.loss_sum)
+            # The gradient of the global batch's mean loss: each rank's summed loss times a scale that fits
+            # how the strategy syncs (a sum, or a mean over ranks), one tensor per global batch size.
+            scale = scales.get(batch.global_size)
+            if scale is None:
+                factor = strategy.loss_scale(batch.global_size, place.world_size)
+                scale = scales[batch.global_size] = torch.tensor(factor, device=self.device)
+            loss_sum = strategy.step(batch.features, batch.labels, scale)
+            progress.loss_sum += loss_sum
             progress.position = batch.end
             progress.global_step += 1
             if self.scalars.enabled and progress.global_step % SCALAR_EVERY_STEPS == 0:
@@ -313,7 +324,7 @@ class Worker:
                 self._metric(event="first_step", global_step=progress.global_step)
             if config.checkpoint_every and progress.global_step % config.checkpoint_every == 0:
                 self._checkpoint()
-            if progress.global_step % STOP_CHECK_STEPS == 0:
+            if progress.global_step >= progress.next_stop_check:
                 self._stop_if_asked()
 
     def _report_tuning_metric(self) -> None:
@@ -321,12 +332,14 @@ class Worker:
         if self.validation is None:
             return
         with torch.no_grad():
-            logits = self.model(self.validation.features)
+            logits = self.strategy.logits(self.validation.features)
             labels = self.validation.labels
             if self.config.hp_metric == "val_loss":
                 value = float(F.binary_cross_entropy_with_logits(logits, labels))
             else:
                 value = float(((logits > 0).float() == labels).float().mean())
+        if not self.is_chief:
+            return
         self.reporter.report(self.config.hp_metric_tag, value, global_step=self.progress.epoch)
         self.scalars.add(f"epoch/{self.config.hp_metric}", value, self.progress.epoch)
         self._say(
@@ -334,19 +347,16 @@ class Worker:
         )
 
     def _accuracy(self) -> float:
-        """Rank 0's model on (at most ACCURACY_ROWS of) the training rows: the share it gets right."""
+        """The model on (at most ACCURACY_ROWS of) the training rows: the share it gets right.
+
+        `on_device` holds the features already scaled. Under fsdp the forward is a collective, so every rank
+        runs it (`_score_accuracy` is agreed at setup); under ddp rank 0 alone does.
+        """
         with torch.no_grad():
             features = self.on_device.features[:ACCURACY_ROWS]
             labels = self.on_device.labels[:ACCURACY_ROWS]
-            return float(((self.model(features) > 0).float() == labels).float().mean())
-
-    def _parameter_spread(self) -> float:
-        """Largest difference of any parameter between ranks: DDP keeps them equal; anything else is a bug."""
-        flat = torch.cat([p.detach().reshape(-1) for p in self.model.parameters()])
-        high, low = flat.clone(), flat.clone()
-        dist.all_reduce(high, op=dist.ReduceOp.MAX)
-        dist.all_reduce(low, op=dist.ReduceOp.MIN)
-        return float((high - low).max())
+            logits = self.model.logits_of_scaled(features)
+            return float(((logits > 0).float() == labels).float().mean())
 
     def _end_epoch(self, seconds: float, samples: int) -> None:
         progress = self.progress
@@ -358,9 +368,10 @@ class Worker:
             f"epoch {progress.epoch + 1}/{self.config.epochs}  loss {loss:.4f}  samples/s {rate:,.0f}  "
             f"step {progress.global_step}"
         )
-        if self.scalars.enabled:
+        if self._score_accuracy:
+            accuracy = self._accuracy()
             self.scalars.add("epoch/loss", loss, progress.epoch + 1)
-            self.scalars.add("epoch/accuracy", self._accuracy(), progress.epoch + 1)
+            self.scalars.add("epoch/accuracy", accuracy, progress.epoch + 1)
             self.scalars.add("epoch/samples_per_s", rate, progress.epoch + 1)
         self._metric(
             event="epoch",
@@ -378,9 +389,19 @@ class Worker:
 
     # --- stopping, checkpoints --------------------------------------------------------------------
     def _stop_if_asked(self) -> None:
-        flag = torch.tensor([1.0 if StopRequest.requested else 0.0], device=self.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        if flag.item() == 0:
+        """Every rank at the same step: does any rank want to stop, and at which step do they ask again."""
+        progress, now = self.progress, time.perf_counter()
+        steps, since = progress.global_step - progress.stop_checked_at[0], now - progress.stop_checked_at[1]
+        interval = progress.next_stop_check - progress.stop_checked_at[0]
+        if steps > 0 and since > 0:
+            interval = max(1, min(STOP_CHECK_MAX_STEPS, int(steps * STOP_CHECK_S / since)))
+        # One all-reduce, MAX: the stop flag, and minus each rank's interval, so the shortest one wins.
+        agreed = torch.tensor([1.0 if StopRequest.requested else 0.0, -float(interval)], device=self.device)
+        dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+        flag, shortest = agreed.tolist()
+        progress.next_stop_check = progress.global_step + max(1, int(-shortest))
+        progress.stop_checked_at = (progress.global_step, time.perf_counter())
+        if flag == 0:
             return
         self._checkpoint()
         self._say(f"stopping on request after step {self.progress.global_step}; checkpoint saved")
@@ -392,11 +413,13 @@ class Worker:
             return
         rank_states: list[Any] = [None] * self.place.world_size
         dist.all_gather_object(rank_states, _rank_state(progress))
+        model_state, optimizer_state = self.strategy.model_state(), self.strategy.optimizer_state()
         if self.is_chief:
             state = {
                 "model_signature": self.model.signature(),
-                "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(),
+                "model": model_state,
+                "optimizer": optimizer_state,
+                "strategy": self.strategy.name,
                 "epoch": progress.epoch,
                 "position": progress.position,
                 "global_step": progress.global_step,
@@ -424,8 +447,7 @@ class Worker:
         path, state = found[0]
         self._check_compatible(path, state)
         progress = self.progress
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.strategy.load(state["model"], state["optimizer"])
         progress.epoch = state["epoch"]
         progress.position = state["position"]
         progress.global_step = progress.saved_step = state["global_step"]
@@ -436,9 +458,15 @@ class Worker:
             # Another world size resumes at the same sample position; the partial-epoch loss moves to rank 0.
             total = sum((r["loss_sum"] for r in ranks), torch.zeros((), dtype=torch.float64))
             progress.loss_sum = total.to(self.device)
+        ran = state.get("strategy", "ddp")
+        switched = (
+            f" (written under {ran}, continuing under {self.strategy.name})"
+            if ran != self.strategy.name
+            else ""
+        )
         self._say(
             f"resumed from {path}: epoch {progress.epoch + 1}, {progress.position} samples into it, "
-            f"step {progress.global_step}"
+            f"step {progress.global_step}{switched}"
         )
         self._metric(event="resumed", checkpoint=path, global_step=progress.global_step)
 
@@ -456,34 +484,6 @@ class Worker:
                 f"{state['seed']}, this run has {len(self.dataset)} samples with seed {self.config.seed}; "
                 "it cannot resume that epoch"
             )
-
-
-def make_optimizer(model: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
-    """Adam, fused where torch has a fused kernel for the device (CPU since 2.4): 5x less optimizer time."""
-    try:
-        return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
-    except (RuntimeError, TypeError, ValueError):
-        return torch.optim.Adam(model.parameters(), lr=lr)
-
-
-def _settle_buckets(
-    ddp: DistributedDataParallel, optimizer: torch.optim.Optimizer, sample: torch.Tensor
-) -> None:
-    """Run one throw-away backward so that DDP re-buckets its gradients before the first real step.
-
-    DDP reorders parameters within its buckets after the first backward, and where an element sits in a bucket
-    decides the order in which ranks' values are summed. Without this, the first step after a resume would sum
-    in another order than the uninterrupted run did, and a resumed run would differ in the last bits.
-    """
-    ddp(sample).sum().backward()
-    optimizer.zero_grad(set_to_none=False)
-
-
-def _no_buffer_sync() -> dict[str, Any]:
-    """The only buffers (feature scaling) are equal on all ranks: no per-step broadcast (renamed in 2.13)."""
-    if "forward_sync_buffers" in inspect.signature(DistributedDataParallel.__init__).parameters:
-        return {"forward_sync_buffers": False}
-    return {"broadcast_buffers": False}
 
 
 def _describe(signature: Mapping[str, Any]) -> str:

@@ -122,9 +122,9 @@ def test_memory_plan_table_and_advice(tmp_path: Path) -> None:
         "ZeRO-2 │ 15 GB │ 0.234 GB │ 1.41 GB │ 16.6 GB │ yes",
     ):
         assert row in out, row
-    # The bundled trainer runs DDP: the advice says so, and what sharding would need.
-    assert "no strategy fits: DDP needs 120 GB per GPU, an A100 40GB has 40" in out
-    assert "ZeRO-3/FSDP would fit (1.88 GB)" in out
+    # The bundled trainer runs DDP or FSDP: the advice weighs those two.
+    assert "DDP needs 120 GB per GPU, an A100 40GB has 40" in out
+    assert "ZeRO-3/FSDP over these 64 data-parallel GPUs needs 1.88 GB at 1.5x DDP's communication" in out
 
 
 def test_model_params_from_the_template_and_parallel_sizes(tmp_path: Path) -> None:

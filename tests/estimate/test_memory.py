@@ -158,13 +158,13 @@ def test_json_keys_of_the_issue(make_template: MakeTemplate) -> None:
     assert data["gpu_memory_gb"] == 40.0
     assert data["memory"]["data_parallel"] == 64 and data["memory"]["usable_gb"] == 32.0
     assert data["memory"]["parts_gb"]["zero2"] == {"params": 15.0, "grads": 0.2344, "optimizer": 1.4062}
-    assert data["advice"][0]["message"].startswith("no strategy fits: DDP needs 120 GB per GPU")
+    assert data["advice"][0]["message"].startswith("DDP needs 120 GB per GPU")  # then FSDP's 1.88 GB
     without = to_json(build_estimate(t, None))
     assert (without["memory_per_gpu_gb"], without["memory_fits"], without["gpu_memory_gb"]) == (None,) * 3
 
 
-def test_the_bundled_trainer_can_use_ddp(make_template: MakeTemplate) -> None:
+def test_the_bundled_trainer_can_use_ddp_and_fsdp(make_template: MakeTemplate) -> None:
     bundled = make_template()
-    assert memory.usable_strategies(bundled) == ("ddp",)
+    assert memory.usable_strategies(bundled) == ("ddp", "zero3")
     assert memory.trainer_strategy(bundled) == "ddp"
     assert memory.trainer_strategy(make_template(trainer={"args": ["--strategy", "fsdp"]})) == "fsdp"

@@ -377,11 +377,12 @@ def test_a_model_that_fits_ddp_is_quiet() -> None:
     assert findings(model_params="1B") == []  # 16 GB of model states on an A100 40GB
 
 
-def test_the_bundled_trainer_runs_ddp_so_only_ddp_counts() -> None:
-    # 7.5B x 16 B = 120 GB per GPU under DDP; FSDP over the 8 GPUs would need 15 GB of the 32 usable.
-    [(path, message, _)] = only("warning", model_params="7.5B")
-    assert path == "model_params" and message.startswith("no strategy fits: DDP needs 120 GB per GPU")
-    assert "ZeRO-3/FSDP would fit (15 GB)" in message
+def test_the_bundled_trainer_is_told_to_shard_when_only_fsdp_fits() -> None:
+    # 7.5B x 16 B = 120 GB per GPU under DDP; FSDP over the 8 GPUs: 15 GB of the 32 usable.
+    [(path, message, hint)] = only("warning", model_params="7.5B")
+    assert path == "trainer.args" and "need 120 GB per GPU" in message and "needs 15 GB" in message
+    assert hint == "add --strategy=fsdp to trainer.args"
+    assert only("warning", model_params="7.5B", trainer={"args": ["--strategy=fsdp"]}) == []
     script = {"script": str(Path(__file__)), "launcher": "torchrun"}  # code that may shard: quiet
     assert only("warning", model_params="7.5B", trainer=script) == []
 

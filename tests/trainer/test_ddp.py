@@ -1,4 +1,8 @@
-"""Real multi-node DDP runs on CPU (gloo): each node is a process with its own CLUSTER_SPEC, as on Vertex."""
+"""Real multi-node runs on CPU (gloo), DDP and FSDP: each node a process with a CLUSTER_SPEC, as on Vertex.
+
+The runs that resume are made under both strategies (`--strategy ddp|fsdp`): each must end bit-for-bit where
+its uninterrupted run ends, and both where one process over the same global batches does (to rounding).
+"""
 
 from __future__ import annotations
 
@@ -17,9 +21,11 @@ import torch.nn.functional as F
 
 from trainer_pkg.data import epoch_order, feature_scaling, steps_in_epoch, synthetic_dataset
 from trainer_pkg.model import build_model
-from trainer_pkg.worker import make_optimizer
+from trainer_pkg.strategies import STRATEGIES, make_optimizer
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# Generous limits: each run starts 2-4 processes that import torch, on a machine that may be busy.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(420)]
+WAIT_S = 120
 
 EPOCHS, SAMPLES, BATCH, SEED, HIDDEN, LR = 4, 1002, 16, 3, (16, 8), 0.01
 # 1002 samples over 4 ranks x 16: the last step of each epoch is 42 samples, split 11/11/10/10.
@@ -68,12 +74,22 @@ def first_checkpoint_written(job: Any) -> bool:
     return (job.checkpoint_dir / "LATEST").exists()
 
 
+@pytest.fixture(scope="module", params=STRATEGIES)
+def strategy(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def baseline(kit: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def args(strategy: str) -> list[str]:
+    return [*ARGS, f"--strategy={strategy}"]
+
+
+@pytest.fixture(scope="module")
+def baseline(kit: Any, tmp_path_factory: pytest.TempPathFactory, args: list[str]) -> Iterator[Any]:
     """An uninterrupted 2 nodes x 2 processes run."""
     job = kit.Job(tmp_path_factory.mktemp("baseline"), nodes=2, nproc=2)
     try:
-        codes = job.run(ARGS)
+        codes = job.run(args, timeout=WAIT_S)
         assert codes == [0, 0], job.log(0) + job.log(1)
         yield job
     finally:
@@ -82,9 +98,11 @@ def baseline(kit: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any
                 kit.kill_group(process)
 
 
-def test_two_nodes_equal_one_process_over_the_same_global_batches(baseline: Any) -> None:
+def test_two_nodes_equal_one_process_over_the_same_global_batches(baseline: Any, strategy: str) -> None:
     done = [m for m in baseline.metrics() if m["event"] == "done"]
-    assert done == [{**done[0], "world_size": 4, "param_spread": 0.0}]  # identical parameters on all 4 ranks
+    # ddp: identical parameters on all 4 ranks; fsdp: each holds a quarter, so there is nothing to compare.
+    spread = 0.0 if strategy == "ddp" else None
+    assert done == [{**done[0], "world_size": 4, "strategy": strategy, "param_spread": spread}]
     trained, reference = load_model(baseline), reference_weights(world_size=4)
     for name in reference:
         torch.testing.assert_close(trained[name], reference[name], rtol=1e-4, atol=1e-5)
@@ -103,37 +121,39 @@ def test_rank_zero_logs_loss_and_throughput(baseline: Any) -> None:
     assert "epoch 1/4" not in baseline.log(1)  # only rank 0 reports
 
 
-def test_sigkill_a_node_then_restart_both_is_bit_exact(baseline: Any, make_job: Any, kit: Any) -> None:
+def test_sigkill_a_node_then_restart_both_is_bit_exact(
+    baseline: Any, make_job: Any, kit: Any, args: list[str]
+) -> None:
     job = make_job(nodes=2, nproc=2)
-    node0, node1 = job.start_all(ARGS)
-    kit.wait_for(lambda: first_checkpoint_written(job), 60, "the first checkpoint")
+    node0, node1 = job.start_all(args)
+    kit.wait_for(lambda: first_checkpoint_written(job), WAIT_S, "the first checkpoint")
     os.kill(node1.pid, signal.SIGKILL)  # the node's launcher only: its workers must not outlive it
     assert kit.group_gone(node1.pid), "workers of the killed node are still running"
-    assert kit.wait(node0, 60) == 1
+    assert kit.wait(node0, WAIT_S) == 1
     assert kit.group_gone(node0.pid)
     assert "failed:" in job.log(0)
     assert not (job.model_dir / "model.pt").exists(), "the kill came too late to interrupt training"
 
-    assert job.run(ARGS) == [0, 0], job.log(0) + job.log(1)
+    assert job.run(args, timeout=WAIT_S) == [0, 0], job.log(0) + job.log(1)
     assert "resumed from" in job.log(0)
     assert_bitwise_equal(load_model(job), load_model(baseline))
 
 
 def test_sigterm_checkpoints_stops_cleanly_and_resumes_bit_exact(
-    baseline: Any, make_job: Any, kit: Any
+    baseline: Any, make_job: Any, kit: Any, args: list[str]
 ) -> None:
     job = make_job(nodes=2, nproc=2)
-    processes = job.start_all(ARGS)
-    kit.wait_for(lambda: first_checkpoint_written(job), 60, "the first checkpoint")
+    processes = job.start_all(args)
+    kit.wait_for(lambda: first_checkpoint_written(job), WAIT_S, "the first checkpoint")
     for process in processes:
         os.killpg(process.pid, signal.SIGTERM)  # what a local launcher's cancel does
-    assert [kit.wait(p, 60) for p in processes] == [143, 143], job.log(0) + job.log(1)
+    assert [kit.wait(p, WAIT_S) for p in processes] == [143, 143], job.log(0) + job.log(1)
     assert all(kit.group_gone(p.pid) for p in processes)
     assert "stopping on request after step" in job.log(0)
     stopped_at = int((job.checkpoint_dir / "LATEST").read_text().strip().split("-")[1])
     assert 0 < stopped_at < EPOCHS * steps_in_epoch(SAMPLES, 0, 4, BATCH)
 
-    assert job.run(ARGS) == [0, 0], job.log(0) + job.log(1)
+    assert job.run(args, timeout=WAIT_S) == [0, 0], job.log(0) + job.log(1)
     assert f"step {stopped_at}" in job.log(0)
     assert_bitwise_equal(load_model(job), load_model(baseline))
 
@@ -141,7 +161,7 @@ def test_sigterm_checkpoints_stops_cleanly_and_resumes_bit_exact(
 def test_a_failing_worker_ends_its_siblings_and_names_its_rank(make_job: Any, kit: Any) -> None:
     job = make_job(nodes=1, nproc=2)
     (replica,) = job.start_all([*ARGS, "--epochs=50"])
-    kit.wait_for(lambda: first_checkpoint_written(job), 60, "the first checkpoint")
+    kit.wait_for(lambda: first_checkpoint_written(job), WAIT_S, "the first checkpoint")
     workers = sorted(pid for pid in kit.group_members(replica.pid) if pid != replica.pid)
     assert len(workers) == 2
     os.kill(workers[1], signal.SIGKILL)
@@ -159,11 +179,13 @@ def test_chief_alone_times_out_naming_the_missing_ranks(make_job: Any, kit: Any)
     assert "Traceback" not in job.log(0)
 
 
-def test_checkpoint_from_another_model_is_refused(baseline: Any, make_job: Any, kit: Any) -> None:
+def test_checkpoint_from_another_model_is_refused(
+    baseline: Any, make_job: Any, kit: Any, args: list[str]
+) -> None:
     job = make_job(nodes=1, nproc=1)
     shutil.copytree(baseline.checkpoint_dir, job.checkpoint_dir)
-    replica = job.start(0, [*ARGS, "--hidden=12"])
-    assert kit.wait(replica, 60) == 1
+    replica = job.start(0, [*args, "--hidden=12"])
+    assert kit.wait(replica, WAIT_S) == 1
     log = job.log(0)
     assert f"checkpoint {job.checkpoint_dir}/step-" in log
     assert "is for a different model (ChurnMLP with 8 features, hidden [16, 8])" in log
@@ -226,11 +248,13 @@ def test_torchrun_runs_the_same_task(make_job: Any, kit: Any, tmp_path: Path) ->
     assert done and done[0]["world_size"] == 2 and done[0]["param_spread"] == 0.0
 
 
-def test_resume_mid_epoch_with_another_world_size(baseline: Any, make_job: Any, kit: Any) -> None:
+def test_resume_mid_epoch_with_another_world_size(
+    baseline: Any, make_job: Any, kit: Any, args: list[str]
+) -> None:
     job = make_job(nodes=1, nproc=1)
     shutil.copytree(baseline.checkpoint_dir, job.checkpoint_dir)
     (job.checkpoint_dir / "LATEST").write_text("step-00000060\n")  # 12 steps into the last epoch of 16
-    assert kit.wait(job.start(0, ARGS), 60) == 0, job.log(0)
+    assert kit.wait(job.start(0, args), WAIT_S) == 0, job.log(0)
     position = 12 * 4 * BATCH
     assert (
         f"resumed from {job.checkpoint_dir}/step-00000060/state.pt: epoch 4, {position} samples into it"
@@ -239,3 +263,17 @@ def test_resume_mid_epoch_with_another_world_size(baseline: Any, make_job: Any, 
     last_epoch = [m for m in job.metrics() if m["event"] == "epoch"]
     assert [(m["epoch"], m["samples"], m["world_size"]) for m in last_epoch] == [(4, SAMPLES - position, 1)]
     assert job.metrics()[-1]["event"] == "done"
+
+
+@pytest.mark.parametrize(("first", "then"), [("ddp", "fsdp"), ("fsdp", "ddp")])
+def test_a_checkpoint_resumes_under_the_other_strategy(
+    make_job: Any, kit: Any, first: str, then: str
+) -> None:
+    # A job out of memory under DDP continues sharded: the checkpoint holds the whole state either way.
+    job = make_job(nodes=1, nproc=2)
+    assert kit.wait(job.start(0, [*ARGS, "--epochs=2", f"--strategy={first}"]), WAIT_S) == 0, job.log(0)
+    assert kit.wait(job.start(0, [*ARGS, f"--strategy={then}"]), WAIT_S) == 0, job.log(0)
+    assert f"(written under {first}, continuing under {then})" in job.log(0)
+    trained, reference = load_model(job), reference_weights(world_size=2)
+    for name in reference:
+        torch.testing.assert_close(trained[name], reference[name], rtol=1e-4, atol=1e-5)

@@ -72,3 +72,11 @@ def test_csv_data_needs_validation_rows(tmp_path: Path) -> None:
     data.write_text("a,churn\n1,0\n2,1\n")
     result = train(tmp_path, f"--data={data}", "--hp-metric-tag=val_accuracy")
     assert result.returncode != 0 and "needs --val-data" in result.stderr
+
+
+def test_fsdp_scores_on_every_rank_and_reports_once(tmp_path: Path) -> None:
+    # Under FSDP the forward is a collective: a forward on rank 0 alone would wait for the others forever.
+    result = train(tmp_path, "--hp-metric-tag=val_accuracy", "--strategy=fsdp", "--nproc-per-node=2")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in (tmp_path / "hp" / "out.metrics").read_text().splitlines()]
+    assert [line["global_step"] for line in lines] == ["1", "2"]  # rank 0's reports only

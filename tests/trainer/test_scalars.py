@@ -15,7 +15,7 @@ from .conftest import REPO_ROOT, clean_env
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def train(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def train(tmp_path: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -27,6 +27,7 @@ def train(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[st
             "--nproc-per-node=1",
             f"--model-dir={tmp_path / 'model'}",
             f"--checkpoint-dir={tmp_path / 'ckpt'}",
+            *extra,
         ],
         cwd=REPO_ROOT,
         env={**clean_env(), "OMP_NUM_THREADS": "1", **env},
@@ -59,6 +60,22 @@ def test_scalars_go_to_the_tensorboard_folder(tmp_path: Path) -> None:
     # The same numbers the log prints for each epoch.
     for epoch, loss in enumerate(losses, start=1):
         assert f"epoch {epoch}/2  loss {loss:.4f}" in done.stdout
+
+
+def test_fsdp_ranks_all_score_the_epoch_accuracy_rank_0_writes_it(tmp_path: Path) -> None:
+    """Under fsdp the accuracy's forward is a collective: every rank runs it (else rank 0 waits forever)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    folder = tmp_path / "logs"
+    done = train(tmp_path, {"AIP_TENSORBOARD_LOG_DIR": str(folder)}, "--nproc-per-node=2", "--strategy=fsdp")
+    assert done.returncode == 0, done.stderr
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    # 640 rows, batch 16 per rank, 2 ranks: 20 steps an epoch.
+    assert [e.step for e in events.Scalars("train/loss")] == [10, 20, 30, 40]
+    accuracy = [e.value for e in events.Scalars("epoch/accuracy")]
+    assert len(accuracy) == 2 and all(0.0 <= a <= 1.0 for a in accuracy)
+    assert len(list(folder.glob("events.out.tfevents.*"))) == 1  # rank 0's writer only
 
 
 def test_no_tensorboard_package_no_scalars_same_run(tmp_path: Path) -> None:

@@ -263,8 +263,8 @@ def trainer_strategy(t: JobTemplate) -> str | None:
 
 
 def usable_strategies(t: JobTemplate) -> tuple[str, ...]:
-    """What the template's code can run: the bundled trainer DDP, other code any."""
-    return ("ddp",) if t.trainer.is_bundled else STRATEGIES
+    """What the template's code can run: the bundled trainer DDP and FSDP (ZeRO-3), other code any."""
+    return ("ddp", "zero3") if t.trainer.is_bundled else STRATEGIES
 
 
 def _layout_notes(plan: MemoryPlan) -> list[Advice]:
