@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from vertexdist.backends.config import Target
-from vertexdist.backends.errors import ApiCallError
+from vertexdist.backends.vertex.credentials import default_credentials
 
 
 def quiet_sdk_logging() -> None:
@@ -28,18 +28,7 @@ def credentials_for(target: Target) -> Any:
         from google.auth.credentials import AnonymousCredentials
 
         return AnonymousCredentials()
-    import google.auth
-    import google.auth.exceptions
-
-    try:
-        credentials, _ = google.auth.default()
-    except google.auth.exceptions.DefaultCredentialsError:
-        raise ApiCallError(
-            "no Google Cloud credentials found",
-            "sign in with `gcloud auth application-default login`, or try it offline with --emulator",
-            401,
-        ) from None
-    return credentials
+    return default_credentials()
 
 
 class Clients:
@@ -63,33 +52,39 @@ class Clients:
     @property
     def pipelines(self) -> Any:
         if self._pipelines is None:
+            kwargs = self._kwargs()  # no credentials: said before seconds of importing the client
             quiet_sdk_logging()
             from google.cloud.aiplatform_v1.services.pipeline_service import PipelineServiceClient
 
-            self._pipelines = PipelineServiceClient(**self._kwargs())
+            self._pipelines = PipelineServiceClient(**kwargs)
         return self._pipelines
 
     @property
     def jobs(self) -> Any:
         if self._jobs is None:
+            kwargs = self._kwargs()
             quiet_sdk_logging()
             from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
 
-            self._jobs = JobServiceClient(**self._kwargs())
+            self._jobs = JobServiceClient(**kwargs)
         return self._jobs
 
     @property
     def storage(self) -> Any:
         if self._storage is None:
+            target = self.target
+            if target.storage_endpoint:
+                credentials = credentials_for(target) if target.is_emulator else None
+            else:
+                credentials = credentials_for(target)  # before the import, as for the other clients
             from google.cloud import storage  # type: ignore[attr-defined]
 
-            target = self.target
             if target.storage_endpoint:
                 self._storage = storage.Client(
                     project=target.project or "emulator",
-                    credentials=credentials_for(target) if target.is_emulator else None,
+                    credentials=credentials,
                     client_options={"api_endpoint": target.storage_endpoint},
                 )
             else:
-                self._storage = storage.Client(project=target.project, credentials=credentials_for(target))
+                self._storage = storage.Client(project=target.project, credentials=credentials)
         return self._storage
