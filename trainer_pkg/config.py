@@ -53,13 +53,21 @@ class TrainConfig:
 
 
 def local_path(uri: str, env: Mapping[str, str] | None = None) -> Path:
-    """`gs://B/p` -> `<VERTEXDIST_GCS_ROOT or /gcs>/B/p`; a plain path as is."""
+    """`gs://B/p` -> `<VERTEXDIST_GCS_ROOT or /gcs>/B/p` (repeated slashes are one); a plain path as is.
+
+    vertexdist's own rule is `vertexdist.wire.gcs_uri.local_gs_path`, which this package cannot import;
+    tests/wire/test_gcs_uri.py holds the two to the same answers."""
     env = os.environ if env is None else env
     if uri.startswith("gs://"):
-        rest = uri[len("gs://") :].strip("/")
-        if not rest:
+        bucket, _, name = uri[len("gs://") :].partition("/")
+        if not bucket:
             raise TrainerError(f"{uri!r} names no bucket")
-        return Path(env.get(GCS_ROOT_VARIABLE) or DEFAULT_GCS_ROOT) / rest
+        parts = [part for part in name.split("/") if part]
+        if any(part in (".", "..") for part in parts):
+            raise TrainerError(
+                f"{uri!r} has a '.' or '..' in its name: it has no folder under the gs:// root"
+            )
+        return Path(env.get(GCS_ROOT_VARIABLE) or DEFAULT_GCS_ROOT, bucket, *parts)
     return Path(uri)
 
 

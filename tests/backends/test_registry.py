@@ -74,3 +74,17 @@ def test_a_registry_line_naming_no_class_says_which(monkeypatch: pytest.MonkeyPa
     with pytest.raises(BackendNotFound) as caught:
         backend_class("broken")
     assert line in str(caught.value) and "vertexdist/backends/__init__.py" in (caught.value.hint or "")
+
+
+class _EchoBackend:
+    """A class outside vertexdist, standing for a new backend's package."""
+
+    def __init__(self, target: object = None) -> None:
+        self.target = target
+
+
+def test_a_new_backend_is_one_registry_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(BACKENDS, "echo", f"{__name__}:_EchoBackend")
+    assert backend_class("echo") is _EchoBackend
+    made = create_backend("echo", "a-target")
+    assert isinstance(made, _EchoBackend) and made.target == "a-target"

@@ -239,3 +239,24 @@ def cli_run(capsys: pytest.CaptureFixture[str]) -> Any:
         return (code if isinstance(code, int) else 1), captured.out, captured.err
 
     return run
+
+
+def test_the_documented_sigterm_pattern_saves_a_checkpoint_when_preempted(
+    emulator: Emulator, client: Any
+) -> None:
+    docs = (Path(__file__).parents[2] / "docs/guide/managed-jobs.md").read_text()
+    pattern = docs.split("<!-- sigterm-pattern -->\n```python\n", 1)[1].split("```", 1)[0]
+    prelude = (
+        "import os, time\n"
+        "os.environ.setdefault('AIP_CHECKPOINT_DIR', '/tmp')\n"
+        "start_step, total_steps = 1, 10**6\n"
+        "def train_one_step(step): time.sleep(0.05)\n"
+        "def save_checkpoint(folder, step): print('checkpoint at step', step, flush=True)\n"
+    )
+    arm(emulator, "- kind: preempt\n  after: 4s\n  grace: 10s\n")
+    created = client.create_custom_job(parent=PARENT, custom_job=job(prelude + pattern))
+    found = wait_done(client, created.name, timeout=40)
+    assert reason(found) == "PREEMPTED"
+    log = emulator.service.log_files(created.name)["workerpool0-0"].read_text()
+    saved = [int(line.split()[-1]) for line in log.splitlines() if line.startswith("checkpoint at step")]
+    assert saved and saved[-1] % 500 != 0  # the last one came from SIGTERM, not from the every-500 schedule

@@ -128,3 +128,18 @@ def test_flaky_status_reads_are_read_again_never_a_false_recovery(
     emu.faults.add(Fault("get", 503, collection="trainingPipelines", times=8))
     assert ctl.run().state == st.SUCCEEDED
     assert [a.reason for a in store.attempts(ctl.id)] == ["SUCCEEDED"]
+
+
+def test_killed_before_the_create_makes_exactly_one_job_on_resume(
+    emu: Emulator, write_template: Any, tmp_path: Path
+) -> None:
+    ctl, store = controller(tmp_path, write_template(name="managed-before-create"))
+    assert ctl.step()  # attempt 1 written (phase `creating`); the controller dies before its create
+    label = store.attempts(ctl.id)[0].label
+    assert len(jobs_labelled(emu, label)) == 0
+    resumed = Controller(
+        store, ctl.id, load_template(Path(store.get(ctl.id).template)), ctl.backend, poll_s=0.2
+    )
+    assert resumed.run().state == st.SUCCEEDED
+    assert len(jobs_labelled(emu, label)) == 1
+    assert [a.reason for a in store.attempts(ctl.id)] == ["SUCCEEDED"]

@@ -45,13 +45,35 @@ def output_folder(data: Path, display_name: str) -> Path:
     return output
 
 
-def test_deepspeed_zero3_partitions_the_parameters_too(cli: Any, tmp_path: Path, examples: Any) -> None:
-    args = ["--deepspeed_config=ds_zero3.json", "--steps=4", "--checkpoint-every=4"]
+def test_deepspeed_zero3_partitions_the_parameters_too_and_resumes(
+    cli: Any, tmp_path: Path, examples: Any
+) -> None:
+    """ZeRO-3, 8 steps, checkpoints at 4 and 8; then `submit --resume-from JOB` after `latest` was set back
+    to step 4 (as a job that died between its checkpoints leaves it): every rank loads its own shard and
+    the resumed job ends with the first one's model, bit for bit."""
+    args = ["--deepspeed_config=ds_zero3.json", "--steps=8", "--checkpoint-every=4"]
     template = variant(examples.ROOT / "deepspeed", tmp_path / "template", args)
-    logs = submit(cli, template, tmp_path / "emulator", "deepspeed-example")
-    examples.check_deepspeed(logs, stage=3)
-    output = output_folder(tmp_path / "emulator", "deepspeed-example")
-    examples.deepspeed_checkpoint(output / "checkpoints", "step4", stage=3)
+    data = tmp_path / "emulator"
+    flags = ("--emulator", "--follow", "--procs-per-replica", "2", "--emulator-data-dir", str(data))
+    code, out, err = cli("submit", str(template), *flags)
+    assert code == 0 and "job SUCCEEDED: deepspeed-example" in err, out + err
+    name = out.splitlines()[0]
+    [job] = list((data / "jobs").iterdir())
+    first = examples.check_deepspeed(sorted((job / "logs").glob("workerpool*.log")), stage=3)
+    checkpoints = output_folder(data, "deepspeed-example") / "checkpoints"
+    for tag in ("step4", "step8"):
+        examples.deepspeed_checkpoint(checkpoints, tag, stage=3)
+    (checkpoints / "latest").write_text("step4")
+
+    code, out, err = cli("submit", str(template), *flags, "--resume-from", name)
+    assert code == 0, out + err
+    assert "job SUCCEEDED: deepspeed-example" in err and "(the earlier job's folder, resumed)" in err
+    [again] = [j for j in (data / "jobs").iterdir() if j != job]
+    resumed = sorted((again / "logs").glob("workerpool*.log"))
+    [note] = [line for line in examples.lines(resumed) if line.startswith("Resumed from ")]
+    assert "/checkpoints/step4/" in note and note.endswith(" at step 4"), note
+    assert examples.check_deepspeed(resumed, stage=3) == first
+    assert (checkpoints / "latest").read_text().strip() == "step8"
 
 
 def test_the_pipeline_with_the_gpipe_schedule(cli: Any, tmp_path: Path, examples: Any) -> None:

@@ -156,3 +156,23 @@ def test_bad_planner_values_are_one_line(args: tuple[str, ...], error: str, hint
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 2 and error in lines[0] and hint in lines[1], result.stderr
+
+
+def test_a_template_on_a_persistent_resource_shows_what_the_resource_costs_idle(tmp_path: Path) -> None:
+    """Issue 26: the machines of a persistent resource are billed while it exists, busy or idle."""
+    source = (REPO_ROOT / "job_templates/a2-ultragpu-8g-rs.yaml").read_text()
+    template = tmp_path / "on-a-pool.yaml"
+    template.write_text(source + "persistent_resource_id: warm-a2\n")
+    table = vertexdist("estimate", template)
+    assert table.returncode == 0, table.stderr
+    out = " ".join(table.stdout.split())
+    assert "persistent resource warm-a2: its machines cost at least $194.38 per hour while it exists" in out
+    data = json.loads(vertexdist("estimate", template, "--format", "json").stdout)
+    assert data["persistent_resource"] == {
+        "id": "warm-a2",
+        "idle_cost_per_hour_usd": data["cost_per_hour_on_demand_usd"],
+    }
+    plain = json.loads(
+        vertexdist("estimate", "job_templates/a2-ultragpu-8g-rs.yaml", "--format", "json").stdout
+    )
+    assert plain["persistent_resource"] is None

@@ -94,3 +94,21 @@ def test_success_and_cancel_stop() -> None:
     assert decide(RECOVERY, 0, Reason.CANCELLED, [Reason.CANCELLED]).place is None
     with pytest.raises(ValueError, match="ended attempts"):
         decide(RECOVERY, 0, Reason.RUNNING, [])
+
+
+def test_the_controller_reads_every_shape_the_emulator_makes_as_wire_capacity_errors_does() -> None:
+    from vertexdist.wire import capacity_errors as shapes
+
+    errors: list[dict[str, object]] = [
+        shapes.stockout_error("us-central1"),
+        shapes.preemption_error("workerpool0-0"),
+        shapes.flex_expired_error(600),
+        {"code": 8, "message": shapes.quota_message("NVIDIA_TESLA_A100", "us-central1")},
+        {"code": 3, "message": "The replica workerpool0-0 exited with a non-zero status of 1."},
+    ]
+    for error in errors:
+        # A JobStatus carries the message only (the code stays with Vertex): the words must be enough.
+        ours = reason_of(status("FAILED", str(error["message"])))
+        assert ours.value == shapes.reason_of("JOB_STATE_FAILED", error), error
+    quota = ApiCallError(shapes.quota_message(None, "us-central1"), None, shapes.HTTP_TOO_MANY_REQUESTS)
+    assert reason_of_refusal(quota) is Reason.QUOTA

@@ -232,6 +232,7 @@ def _comm_table(e: Estimate) -> object:
 def _print_table(e: Estimate, console: Console) -> None:
     from rich.table import Table
 
+    from vertexdist.estimate.reserved import reserved_cost
     from vertexdist.spec import prices
 
     t = e.template
@@ -243,6 +244,9 @@ def _print_table(e: Estimate, console: Console) -> None:
     tuning = _tuning_line(e)
     if tuning:
         console.print(tuning, highlight=False)
+    reserved = reserved_cost(t, e.costs)
+    if reserved is not None:
+        console.print(reserved.line(), highlight=False)
     if e.memory is not None:
         console.print(_memory_table(e.memory))
     if e.comm is not None:

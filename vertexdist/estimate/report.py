@@ -9,6 +9,7 @@ from vertexdist.estimate.advice import Advice, advise
 from vertexdist.estimate.communication import CommEstimate, estimate_communication
 from vertexdist.estimate.costs import CostEstimate, estimate_costs
 from vertexdist.estimate.memory import STRATEGIES, MemoryPlan, memory_advice, usable_strategies
+from vertexdist.estimate.reserved import reserved_cost
 from vertexdist.estimate.spot import DEFAULT_PREEMPTIONS_PER_HOUR, SpotExpectation, expect_spot
 from vertexdist.spec import prices
 from vertexdist.spec.prices_data import PRICES_READ_ON, PRICES_SOURCE_URL
@@ -149,6 +150,13 @@ def _memory(plan: MemoryPlan | None) -> dict[str, Any]:
     }
 
 
+def _reserved(e: Estimate) -> dict[str, Any] | None:
+    reserved = reserved_cost(e.template, e.costs)
+    if reserved is None:
+        return None
+    return {"id": reserved.resource_id, "idle_cost_per_hour_usd": _round(reserved.idle_per_hour, 4)}
+
+
 def _spot(e: Estimate) -> dict[str, Any] | None:
     if e.spot is None:
         return None
@@ -179,6 +187,7 @@ def to_json(e: Estimate) -> dict[str, Any]:
         "cost_total_usd": _round(costs.total, 2),
         "spot_with_preemptions": _spot(e),
         "tuning": _tuning(costs),
+        "persistent_resource": _reserved(e),
         "pools": [
             {
                 "pool": p.pool,

@@ -9,7 +9,7 @@ the local mapping (`trainer_pkg` reads VERTEXDIST_GCS_ROOT itself).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from vertexdist.errors import VertexdistError
 
@@ -49,7 +49,17 @@ def is_gs_uri(text: str) -> bool:
 
 
 def local_gs_path(uri: str, gs_root: Path) -> Path:
-    """Where `gs://B/p` lives for replicas whose gs:// root is `gs_root` (`<gs_root>/B/p`); GsUriError for
-    text that is no gs:// URI."""
+    """Where `gs://B/p` lives for replicas whose gs:// root is `gs_root` (`<gs_root>/B/p`), as the replica
+    sees it through the mount (`/gcs/B/p`: repeated slashes are one); GsUriError for text that is no gs://
+    URI, or whose name has a `.` or `..` part (it would name a place outside its bucket's folder).
+
+    The bundled trainer keeps a copy (`trainer_pkg.config.local_path`: it never imports vertexdist), held to
+    the same answers by tests/wire/test_gcs_uri.py."""
     parsed = parse_gs_uri(uri)
-    return Path(gs_root, parsed.bucket, *PurePosixPath(parsed.name).parts)
+    parts = [part for part in parsed.name.split("/") if part]
+    if any(part in (".", "..") for part in parts):
+        raise GsUriError(
+            f"{uri!r} has a '.' or '..' in its name: it has no folder under the gs:// root",
+            hint="name the object by its full path inside the bucket",
+        )
+    return Path(gs_root, parsed.bucket, *parts)

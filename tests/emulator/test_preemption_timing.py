@@ -1,0 +1,61 @@
+"""The preemption driver on its own: SIGTERM `after` the replica is seen, SIGKILL only once the grace is
+over and only to a replica still there (a pid that went away may be reused)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from vertexdist.emulator.capacity import ReplicaFault
+from vertexdist.emulator.preemption import Preemptions
+
+IGNORES_SIGTERM = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_sigterm_after_then_sigkill_after_the_grace() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", IGNORES_SIGTERM], start_new_session=True, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stdout.readline()  # its SIGTERM handler is set
+    clock = Clock()
+    p = Preemptions([ReplicaFault("workerpool0-0", 2.0, 5.0, False, "preempt")], clock)
+    try:
+        assert not p.tick({"workerpool0-0": proc.pid}) and p.preempted is None  # seen at t=0
+        clock.now = 2.0
+        assert not p.tick({"workerpool0-0": proc.pid}) and p.preempted == "workerpool0-0"  # SIGTERM
+        clock.now = 4.0
+        assert not p.tick({"workerpool0-0": proc.pid}) and proc.poll() is None  # ignored; grace not over
+        clock.now = 7.0
+        assert p.tick({"workerpool0-0": proc.pid})
+        assert proc.wait(10) == -9  # SIGKILL
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_replica_that_left_on_sigterm_is_not_killed_again() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    clock = Clock()
+    p = Preemptions([ReplicaFault("workerpool0-0", 0.0, 30.0, False, "preempt")], clock)
+    try:
+        assert not p.tick({"workerpool0-0": proc.pid})
+        assert proc.wait(10) == -15  # SIGTERM ended it
+        assert p.tick({})  # gone before the grace: done, and no SIGKILL sent to its (reusable) pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_replica_not_running_yet_is_not_signalled() -> None:
+    p = Preemptions([ReplicaFault("workerpool1-0", 0.0, 1.0, False, "preempt")], Clock())
+    assert not p.tick({"workerpool0-0": 1}) and p.preempted is None
