@@ -196,6 +196,15 @@ def test_gcs_uris(field: str, value: str, hint_fragment: str) -> None:
     assert path == field and "not a gs:// URI" in message and hint_fragment in (hint or "")
 
 
+@pytest.mark.parametrize("value", ["gs://b/staging", "gs://-bucket/x", "gs://Bucket/x"])
+def test_a_gs_uri_with_a_bad_bucket_name_says_the_name_is_wrong(value: str) -> None:
+    # It said "not a gs:// URI" with "the scheme is gs://" for gs://b/staging, whose scheme is right.
+    [(path, message, hint)] = only("error", staging_bucket=value)
+    bucket = value.removeprefix("gs://").partition("/")[0]
+    assert path == "staging_bucket" and f"bucket name {bucket!r}" in message
+    assert "scheme" not in (hint or "") and "3-63" in (hint or "")
+
+
 @pytest.mark.parametrize(
     ("labels", "path", "fragment"),
     [

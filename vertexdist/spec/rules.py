@@ -245,6 +245,15 @@ def gcs_uris(t: JobTemplate) -> Iterator[Finding]:
         if value is None or _BUCKET_URI.match(value):
             continue
         hint = "write gs://BUCKET/folder"
+        bucket = value.removeprefix("gs://").partition("/")[0]
+        if value.startswith("gs://") and bucket:
+            yield Finding(
+                name,
+                f"{value!r}: the bucket name {bucket!r} is not a Cloud Storage bucket name",
+                "3-63 lowercase letters, digits, '-', '_' and '.' (up to 222 with dots),"
+                " starting and ending with a letter or digit",
+            )
+            continue
         if value.startswith("/") or value.startswith("."):
             hint = "a Cloud Storage folder is meant, not a local path: write gs://BUCKET/folder"
         elif value.startswith("gcs://") or value.startswith("gs:/") or value.startswith("GS://"):
