@@ -143,3 +143,54 @@ def test_killed_before_the_create_makes_exactly_one_job_on_resume(
     assert resumed.run().state == st.SUCCEEDED
     assert len(jobs_labelled(emu, label)) == 1
     assert [a.reason for a in store.attempts(ctl.id)] == ["SUCCEEDED"]
+
+
+def test_the_console_shows_a_managed_jobs_attempts_with_their_reasons(
+    emu: Emulator, write_template: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("starlette")
+    from vertexdist.backends.config import Target
+    from vertexdist.backends.vertex import VertexBackend
+    from vertexdist.console.jobs import KIND_MANAGED, Console
+    from vertexdist.console.managed import ManagedAttempts
+    from vertexdist.console.refs import vertex_ref
+
+    extra = "recovery:\n  max_preemptions: 2\n  fallback:\n    - machine_type: n1-standard-8\n"
+    ctl, store = controller(tmp_path, write_template(name="managed-console", extra=extra))
+    emu.faults.add(
+        Fault(
+            "create",
+            429,
+            "The following quota metrics exceed quota limits: aiplatform.googleapis.com/"
+            "custom_model_training_cpus",
+            collection="trainingPipelines",
+        )
+    )
+    assert ctl.run().state == st.SUCCEEDED
+    job = store.attempts(ctl.id)[-1].job
+    assert job is not None
+    ref = vertex_ref(job)
+    assert ref is not None
+    target = Target(
+        project="test-proj",
+        location="us-central1",
+        api_endpoint=emu.vertex_endpoint,
+        api_transport="rest",
+        storage_endpoint=emu.storage_endpoint,
+    )
+    (tmp_path / "runs").mkdir()
+    console = Console(tmp_path / "runs", VertexBackend(target), cache_dir=tmp_path / "cache")
+    plain = console.page(ref)
+    assert plain.attempts is None  # no source registered: no attempts shown, none invented
+    console.attempt_sources.append(ManagedAttempts(tmp_path / "managed.sqlite"))
+    page = console.page(ref)
+    assert page.row.kind == KIND_MANAGED
+    assert page.attempts is not None
+    assert [(a.number, a.reason) for a in page.attempts] == [(1, "QUOTA"), (2, "SUCCEEDED")]
+    assert page.attempts[0].job is None  # refused at create: no job of its own
+    assert page.attempts[1].job == ref and page.attempts[1].start_time and page.attempts[1].end_time
+    rows, _ = console.rows()
+    assert [r.kind for r in rows if r.ref == ref] == [KIND_MANAGED]
+    # A store that does not know the job's managed id shows no attempts.
+    other = ManagedAttempts(tmp_path / "elsewhere.sqlite")
+    assert other.attempts(ref, page.status) is None

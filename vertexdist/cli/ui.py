@@ -80,11 +80,14 @@ def ui(
     require_ui_extra()
     from vertexdist.console.app import build_app
     from vertexdist.console.jobs import Console
+    from vertexdist.console.managed import ManagedAttempts
     from vertexdist.console.serve import bind, plan_serving, serve
+    from vertexdist.managed.service import MANAGED_DIR
 
     plan = plan_serving(host, port)
     remote = remote_backend(project, location, endpoint, transport)
     console = Console(runs.resolve(), remote, cache_dir=Path(".vertexdist/cache/console").resolve())
+    console.attempt_sources.append(ManagedAttempts((MANAGED_DIR / "managed.sqlite").resolve()))
     sock = bind(plan.host, plan.port)
     bound_port = sock.getsockname()[1]
     plan = plan_serving(host, bound_port, token=plan.token)

@@ -4,8 +4,8 @@
 
 Every job is addressed by a `refs.JobRef`; a ref that names no job raises `NotFound` (the page answers 404),
 a backend that cannot be reached raises `Unavailable` (the page says so; the other source still shows).
-Managed jobs (`submit --managed`) are an extension point: an `AttemptSource` gives a job's attempts; none is
-registered until that feature lands, and no page shows attempts it was not given.
+Managed jobs (`submit --managed`): an `AttemptSource` gives a job's attempts (`console.managed` reads them
+from the managed jobs' store); a job labelled as an attempt lists as kind "managed".
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from vertexdist.backends.base import (
 from vertexdist.console.metrics import ScalarReaders, Series, trial_series
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.errors import VertexdistError
+from vertexdist.managed.attempts import MANAGED_LABEL
 from vertexdist.wire.timestamps import parse_ns
 
 if TYPE_CHECKING:
@@ -270,7 +271,7 @@ class Console:
         return self._row(ref, tuning.status, KIND_TUNING, "local", cost)
 
     def _remote_row(self, ref: JobRef, status: JobStatus, now: float) -> JobRow:
-        kind = _KIND_OF_COLLECTION[ref.job.split("/")[0]]
+        kind = KIND_MANAGED if MANAGED_LABEL in status.labels else _KIND_OF_COLLECTION[ref.job.split("/")[0]]
         cost = job_cost(status.spec, status.location, duration_s(status, now))
         return self._row(ref, status, kind, self.remote_where, cost)
 
