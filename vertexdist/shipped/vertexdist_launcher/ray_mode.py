@@ -130,7 +130,11 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
     become_subreaper()
     proc: subprocess.Popen[bytes] | None = None
     try:
-        # A worker's `ray start` waits for the head by itself: both start at once, as soon as they can.
+        # A worker's `ray start` gives up when the head's GCS answers before the head's own node has
+        # registered ("No node info found for head node in GCS"), which a loaded machine makes likely: a
+        # worker starts once the head's node is alive.
+        if watch is None and not _head_alive(node, stop, time.monotonic() + join_timeout(env)):
+            return stop.exit_code(node.replica) if stop else _head_late(node, join_timeout(env))
         proc = start_node(argv, node_env(env), log)
         if watch is not None:
             # Paths through the link are shown as the folder, which outlives it (ray_output).
@@ -259,6 +263,25 @@ def _head_node_failed(node: RayNode, proc: subprocess.Popen[bytes], log: Path, s
     _say_tail(node.replica, log)
     what = "did not start" if code is None else f"stopped (`ray start` exited with status {code})"
     say(f"{node.replica} failed: the Ray head's node {what}; see {log}", error=True)
+    return 1
+
+
+def _head_alive(node: RayNode, stop: _Stop, deadline: float) -> bool:
+    """Whether the head's node was alive in its GCS before `deadline` (False as well when a signal came)."""
+    while not stop and time.monotonic() < deadline:
+        if port_answers(node.head_host, node.port):
+            with contextlib.suppress(Exception):
+                if HeadGcs(node.head_address).alive_nodes() >= 1:
+                    return True
+        time.sleep(POLL_S / 2)
+    return False
+
+
+def _head_late(node: RayNode, timeout_s: float) -> int:
+    say(
+        f"{node.replica} failed: the Ray head at {node.head_address} did not come up in {timeout_s:g}s",
+        error=True,
+    )
     return 1
 
 
