@@ -36,6 +36,22 @@ def controller(tmp_path: Path, path: Path) -> tuple[Controller, st.Store]:
     return ctl, store
 
 
+ONE_FALLBACK = "recovery:\n  max_preemptions: 2\n  fallback:\n    - machine_type: n1-standard-8\n"
+
+
+def refuse_the_next_create_for_quota(emu: Emulator) -> None:
+    """The emulator answers the next TrainingPipeline create with Vertex's 429 quota refusal."""
+    emu.faults.add(
+        Fault(
+            "create",
+            429,
+            "The following quota metrics exceed quota limits: aiplatform.googleapis.com/"
+            "custom_model_training_cpus",
+            collection="trainingPipelines",
+        )
+    )
+
+
 def jobs_labelled(emu: Emulator, label: str) -> list[dict[str, Any]]:
     return [
         p
@@ -70,17 +86,8 @@ def test_the_users_error_is_retried_only_within_max_restarts_on_errors(
 
 
 def test_a_quota_refusal_moves_to_the_next_place(emu: Emulator, write_template: Any, tmp_path: Path) -> None:
-    extra = "recovery:\n  max_preemptions: 2\n  fallback:\n    - machine_type: n1-standard-8\n"
-    ctl, store = controller(tmp_path, write_template(name="managed-quota", extra=extra))
-    emu.faults.add(
-        Fault(
-            "create",
-            429,
-            "The following quota metrics exceed quota limits: aiplatform.googleapis.com/"
-            "custom_model_training_cpus",
-            collection="trainingPipelines",
-        )
-    )
+    ctl, store = controller(tmp_path, write_template(name="managed-quota", extra=ONE_FALLBACK))
+    refuse_the_next_create_for_quota(emu)
     final = ctl.run()
     assert final.state == st.SUCCEEDED
     attempts = store.attempts(ctl.id)
@@ -155,17 +162,8 @@ def test_the_console_shows_a_managed_jobs_attempts_with_their_reasons(
     from vertexdist.console.managed import ManagedAttempts
     from vertexdist.console.refs import vertex_ref
 
-    extra = "recovery:\n  max_preemptions: 2\n  fallback:\n    - machine_type: n1-standard-8\n"
-    ctl, store = controller(tmp_path, write_template(name="managed-console", extra=extra))
-    emu.faults.add(
-        Fault(
-            "create",
-            429,
-            "The following quota metrics exceed quota limits: aiplatform.googleapis.com/"
-            "custom_model_training_cpus",
-            collection="trainingPipelines",
-        )
-    )
+    ctl, store = controller(tmp_path, write_template(name="managed-console", extra=ONE_FALLBACK))
+    refuse_the_next_create_for_quota(emu)
     assert ctl.run().state == st.SUCCEEDED
     job = store.attempts(ctl.id)[-1].job
     assert job is not None
