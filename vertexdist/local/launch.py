@@ -141,6 +141,7 @@ def start_job(
     serve_metadata: bool = False,
     replica_env: Mapping[str, str] | None = None,
     fetch_object: FetchObject | None = None,
+    spawner: Spawner | None = None,
 ) -> LocalJob:
     """Start `spec` as a local job and return at once. While it is PENDING its packages are fetched and
     installed and its ports reserved; a spec that cannot run locally makes it FAILED with the reason.
@@ -192,4 +193,5 @@ def start_job(
         settle_s=settle_s,
         timeout_s=timeout_s,
         base_env=replica_base_env(serve_metadata),
+        spawner=spawner,
     ).start()
