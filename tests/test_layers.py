@@ -203,13 +203,24 @@ def test_the_cli_never_writes_the_environment() -> None:
 def test_no_part_of_vertexdist_but_the_shipped_launcher_writes_the_environment() -> None:
     # vertexdist is a library too (the service, the managed controller, the console call it in one process):
     # what a job needs goes into the environment it is given, never into this process's. Only the shipped
-    # launcher, which is the replica's own process, sets variables for the code it starts.
+    # launcher, which is the replica's own process, sets variables for the code it starts; so does the warm
+    # pool's forked child (`_run_child`), a replica's own process too, and only there.
+    pool = REPO / "vertexdist/local/warm_pool.py"
     writes = [
         f"{path.relative_to(REPO)} {where}"
         for path in sorted(REPO.glob("vertexdist/**/*.py"))
-        if not path.is_relative_to(REPO / "vertexdist/shipped")
+        if not path.is_relative_to(REPO / "vertexdist/shipped") and path != pool
         for where in _writes_environ(path)
     ]
+    child = next(
+        node
+        for node in ast.walk(ast.parse(pool.read_text()))
+        if isinstance(node, ast.FunctionDef) and node.name == "_run_child"
+    )
+    outside = [
+        w for w in _writes_environ(pool) if not child.lineno <= int(w.split()[1]) <= (child.end_lineno or 0)
+    ]
+    assert not outside, outside
     assert not writes, "\n".join(writes)
 
 

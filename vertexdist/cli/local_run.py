@@ -83,6 +83,13 @@ def local_run(
         "--docker",
         help="Run each replica of a `build` template as a container of its image (needs a Docker daemon).",
     ),
+    warm: bool = typer.Option(
+        False,
+        "--warm",
+        help="Fork each replica from a warm pool that has already imported Python, torch, the bundled"
+        " trainer and the launcher (started on first use, it stays up while used; idle for"
+        " VERTEXDIST_WARM_IDLE_S, default 900 s, it exits). Replicas it cannot fork start cold.",
+    ),
     seed: int | None = typer.Option(
         None, "--seed", help="Tuning templates: seed of random and bayesian search (same seed, same trials)."
     ),
@@ -113,6 +120,7 @@ def local_run(
         resume_from=resume_from,
         timeout_s=timeout_s,
         grace_s=grace,
+        warm=warm,
         seed=seed,
     )
     if request.template.tuning is not None:

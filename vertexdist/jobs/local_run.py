@@ -46,6 +46,7 @@ class LocalRunRequest:
     resume_from: str | None = None  # an earlier run (id or folder) whose output folder this one continues
     timeout_s: float | None = None
     grace_s: float = 5.0
+    warm: bool = False  # replicas forked from the warm pool where they can be (`local.warm_pool`)
     seed: int | None = None  # tuning: random and bayesian suggestions (None: a fresh draw)
 
 
@@ -67,6 +68,7 @@ def local_backend(request: LocalRunRequest) -> LocalBackend:
         out=request.out,
         procs_per_replica=request.procs_per_replica,
         docker=request.docker,
+        warm=request.warm,
     )
     return create_backend(
         "local", options, grace_s=request.grace_s, timeout_s=request.timeout_s, seed=request.seed

@@ -23,7 +23,7 @@ from vertexdist.local.job_services import JobServices, replica_base_env
 from vertexdist.local.metadata_server import JobIdentity
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS, LaunchPlan
 from vertexdist.local.request import LocalRequest, build_request
-from vertexdist.local.runner import DEFAULT_GRACE_S, DEFAULT_SETTLE_S, JobEvent, LocalJob
+from vertexdist.local.runner import DEFAULT_GRACE_S, DEFAULT_SETTLE_S, JobEvent, LocalJob, Spawner
 from vertexdist.wire.gcs_uri import local_gs_path
 from vertexdist.wire.job_spec import JobSpec, parse_job_spec
 
@@ -77,6 +77,7 @@ def schedule(
     timeout_s: float | None = None,
     install: InstallPackage | None = None,
     services: JobServices | None = None,
+    spawner: Spawner | None = None,
 ) -> LocalJob:
     """Start `request` and return at once; a failure while it is PENDING fails the job with the reason.
     `services` (a metadata server, extra endpoints) run for the job's length."""
@@ -95,6 +96,7 @@ def schedule(
         settle_s=settle_s,
         timeout_s=timeout_s,
         base_env=services.base_env() if services is not None else None,
+        spawner=spawner,
     ).start()
 
 
@@ -139,6 +141,7 @@ def start_job(
     serve_metadata: bool = False,
     replica_env: Mapping[str, str] | None = None,
     fetch_object: FetchObject | None = None,
+    spawner: Spawner | None = None,
 ) -> LocalJob:
     """Start `spec` as a local job and return at once. While it is PENDING its packages are fetched and
     installed and its ports reserved; a spec that cannot run locally makes it FAILED with the reason.
@@ -190,4 +193,5 @@ def start_job(
         settle_s=settle_s,
         timeout_s=timeout_s,
         base_env=replica_base_env(serve_metadata),
+        spawner=spawner,
     ).start()

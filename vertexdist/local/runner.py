@@ -36,9 +36,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO, Protocol
 
 from vertexdist.backends.base import (
     JobError,
@@ -89,10 +90,41 @@ def describe_exit(code: int) -> str:
     return f"exited with a non-zero status of {code}"
 
 
+class ReplicaProcess(Protocol):
+    """A started replica, as the runner waits for it: a Popen, or a warm pool's forked child."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+# How a replica is started: (argv, env, cwd, stdout, stderr fd) -> its process, in a session of its own.
+Spawner = Callable[[Sequence[str], Mapping[str, str], Path, IO[bytes], int], ReplicaProcess]
+
+
+def popen_spawner(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: IO[bytes], stderr: int
+) -> subprocess.Popen[bytes]:
+    """A cold start: a new interpreter in a session of its own."""
+    return subprocess.Popen(
+        list(argv),
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+    )
+
+
 @dataclass
 class _Running:
     launch: ReplicaLaunch
-    proc: subprocess.Popen[bytes] | None
+    proc: ReplicaProcess | None
     done: bool = False
     stopped_by_job: bool = False
     exit_code: int | None = None
@@ -175,8 +207,10 @@ class LocalJob:
         settle_s: float = DEFAULT_SETTLE_S,
         timeout_s: float | None = None,
         base_env: dict[str, str] | None = None,
+        spawner: Spawner | None = None,
     ) -> None:
         self._plan_source = plan
+        self._spawner: Spawner = spawner or popen_spawner
         self.plan: LaunchPlan | None = plan if isinstance(plan, LaunchPlan) else None
         self._on_event = on_event
         self._on_finish = on_finish
@@ -392,15 +426,7 @@ class LocalJob:
             if attempt:
                 capture.note(f"{RESTART_MARK} {attempt} -----")
             try:
-                proc = subprocess.Popen(
-                    list(argv),
-                    env=env,
-                    cwd=launch.cwd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=capture.stderr,
-                    start_new_session=True,
-                )
+                proc = self._spawner(argv, env, launch.cwd, log, capture.stderr)
             except OSError as exc:
                 capture.abandon()
                 log.write(f"vertexdist: cannot start {launch.argv[0]}: {exc}\n".encode())

@@ -39,7 +39,7 @@ from vertexdist.backends.outputs import FolderOutputs, require_output_uri
 from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.local.events import EVENTS, RecordedEvent, read_events
 from vertexdist.local.request import LocalRequest
-from vertexdist.local.runner import LocalJob
+from vertexdist.local.runner import LocalJob, Spawner
 from vertexdist.private_files import make_private_dir, write_private_json
 from vertexdist.render import mask_secrets, secret_values
 from vertexdist.spec.models import JobTemplate
@@ -136,6 +136,12 @@ def summary_of(
     }
 
 
+def _warm_spawner() -> Spawner:
+    from vertexdist.local.warm_pool import WarmSpawner
+
+    return WarmSpawner()
+
+
 class UnknownLocalJob(VertexdistError):
     """No job of that id runs here, and no run folder holds one."""
 
@@ -227,6 +233,7 @@ class LocalBackend:
             timeout_s=self._timeout_s,
             # As on Vertex, the job's code finds its service account on a metadata server (issue 17).
             services=JobServices(identity=identity_of(request)),
+            spawner=_warm_spawner() if self.options.warm else None,
         )
         with self._lock:
             self._jobs[request.job_id] = (request, job)

@@ -42,6 +42,7 @@ class LocalOptions:
     package_cache: Path = PACKAGE_CACHE
     procs_per_replica: int | None = None
     docker: bool = False
+    warm: bool = False  # replicas forked from the warm pool (`local.warm_pool`) where they can be
 
 
 def new_job_id() -> str:

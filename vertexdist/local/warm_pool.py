@@ -1,0 +1,530 @@
+"""A warm pool: one long-lived process that has imported Python, torch, the bundled trainer and the shipped
+launcher, and forks a local replica on demand (`local-run --warm`).
+
+    python -m vertexdist.local.warm_pool serve [--socket PATH] [--idle SECONDS]
+
+The runner asks over a unix socket (`WarmSpawner`): one message with the replica's argv, environment and
+working folder, its stdin, stdout (the log file) and stderr (the log capture's pipe) passed as descriptors
+(`socket.send_fds`). The pool forks; the child starts a session of its own (so its pid is its process group,
+which the runner and the watchdog stop as they stop a cold replica's), takes those descriptors as 0, 1, 2,
+the folder and the environment, maps /gcs as `gcs_namespace` would (if it cannot, it execs the cold command
+instead and says so), and runs the module or script as `python -m` / `python SCRIPT` would (runpy, sys.argv,
+`__main__`, the exit status Python would give). The pool reports the pid, then the exit status (negative:
+the signal), so the runner's handle has `pid`, `wait()` and `returncode` like Popen's.
+
+- Every forked replica gets PR_SET_PDEATHSIG=SIGKILL from the pool's one thread: a pool that dies leaves
+  no replica behind; the runner then reads the replica as killed by SIGKILL.
+- CUDA is never initialised in the pool (torch is imported, nothing of torch.cuda is called).
+- What cannot be forked warm starts cold, with one line in the replica's log: another interpreter (a
+  requirements environment, a container launcher), Python options other than -u / -m, PYTHON* variables
+  the pool's interpreter has already read, or /gcs's guard (its sitecustomize runs at start-up only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import hashlib
+import importlib.machinery
+import io
+import json
+import os
+import runpy
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from vertexdist.local import gcs_namespace
+from vertexdist.local.gcs_namespace import UNMAPPED_VARIABLE
+
+SOCKET_VARIABLE = "VERTEXDIST_WARM_SOCKET"
+IDLE_VARIABLE = "VERTEXDIST_WARM_IDLE_S"
+DEFAULT_IDLE_S = 900.0
+START_TIMEOUT_S = 120.0
+SHIPPED = Path(__file__).resolve().parent.parent / "shipped"
+GCS_SCRIPT = str(Path(gcs_namespace.__file__).resolve())
+# Read once by the interpreter as it starts; a replica that sets others cannot be this pool's child.
+ALLOWED_PYTHON_VARIABLES = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})
+PRELOAD = ("torch", "torch.distributed.run", "vertexdist_launcher.__main__", "trainer_pkg.task")
+RELOADABLE = ("trainer_pkg", "vertexdist_launcher")
+_HEADER = struct.Struct("!I")
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class WarmTarget:
+    """What a replica's argv runs, read as Python would: `-m MODULE` or a script, with its arguments."""
+
+    module: str | None
+    script: str | None
+    args: tuple[str, ...]
+    unbuffered: bool
+    gcs: tuple[str, str, str] | None  # (folder, stage, guard) where the argv is behind gcs_namespace.py
+
+
+def default_socket() -> Path:
+    from vertexdist.user_temp import user_temp_dir
+
+    tag = hashlib.sha256(sys.executable.encode()).hexdigest()[:12]
+    return user_temp_dir("warm-pool") / f"pool-{tag}.sock"
+
+
+def socket_path(env: Mapping[str, str] = os.environ) -> Path:
+    return Path(env[SOCKET_VARIABLE]) if env.get(SOCKET_VARIABLE) else default_socket()
+
+
+def read_target(
+    argv: Sequence[str], env: Mapping[str, str], python: str = sys.executable
+) -> WarmTarget | str:
+    """The warm target of a replica's argv, or why it must start cold (pure)."""
+    words, gcs = list(argv), None
+    if len(words) > 7 and words[1:4] == ["-I", "-S", GCS_SCRIPT] and words[7] == "--":
+        gcs, words = (words[4], words[5], words[6]), words[8:]
+    if not words or words[0] != python:
+        return f"{words[0] if words else 'nothing'} is not the pool's interpreter ({python})"
+    others = sorted(k for k in env if k.startswith("PYTHON") and k not in ALLOWED_PYTHON_VARIABLES)
+    if others:
+        return f"the replica sets {', '.join(others)}, which Python reads only as it starts"
+    if UNMAPPED_VARIABLE in env:
+        return "/gcs's guard runs only as Python starts"
+    unbuffered, rest = bool(env.get("PYTHONUNBUFFERED")), words[1:]
+    while rest and rest[0] == "-u":
+        unbuffered, rest = True, rest[1:]
+    if rest[:1] == ["-m"] and len(rest) > 1:
+        return WarmTarget(rest[1], None, tuple(rest[2:]), unbuffered, gcs)
+    if rest and not rest[0].startswith("-"):
+        return WarmTarget(None, rest[0], tuple(rest[1:]), unbuffered, gcs)
+    return f"python {' '.join(rest[:1])} is not -m MODULE or a script"
+
+
+# ----- the pool's side --------------------------------------------------------------------------------
+
+
+def _send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
+    data = json.dumps(message).encode()
+    payload = _HEADER.pack(len(data)) + data
+    if fds:
+        sent = socket.send_fds(sock, [payload], list(fds))
+        sock.sendall(payload[sent:])
+    else:
+        sock.sendall(payload)
+
+
+def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 3)
+    if not data:
+        return None
+    while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack(data[: _HEADER.size])[0]:
+        more = sock.recv(1 << 16)
+        if not more:
+            return None
+        data += more
+    (size,) = _HEADER.unpack(data[: _HEADER.size])
+    return json.loads(data[_HEADER.size : _HEADER.size + size]), fds
+
+
+def _preload() -> None:
+    sys.path.insert(0, str(SHIPPED))
+    try:
+        for name in PRELOAD:
+            with contextlib.suppress(ImportError):
+                __import__(name)
+    finally:
+        sys.path.remove(str(SHIPPED))
+
+
+def _child_path(first: str, env: Mapping[str, str], base: Sequence[str]) -> list[str]:
+    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [first, *extra, *base]
+
+
+def _forget_stale(path: list[str]) -> None:
+    """Preloaded packages that this replica's sys.path would find elsewhere (its installed copy) go."""
+    for top in RELOADABLE:
+        loaded = sys.modules.get(top)
+        if loaded is None:
+            continue
+        spec = importlib.machinery.PathFinder.find_spec(top, path)
+        if spec is None or spec.origin != getattr(loaded, "__file__", None):
+            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                del sys.modules[name]
+
+
+def _stream(fd: int, unbuffered: bool) -> io.RawIOBase | io.BufferedWriter:
+    raw = io.FileIO(fd, "w", closefd=False)
+    return raw if unbuffered else io.BufferedWriter(raw)
+
+
+def _stdio(unbuffered: bool) -> None:
+    """sys.stdin/stdout/stderr on descriptors 0, 1, 2 as Python makes them at start-up (-u: unbuffered)."""
+    out, err = _stream(1, unbuffered), _stream(2, unbuffered)
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(out, write_through=unbuffered)  # type: ignore[misc,arg-type]
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(  # type: ignore[misc]
+        err,  # type: ignore[arg-type]
+        errors="backslashreplace",
+        line_buffering=True,
+        write_through=unbuffered,
+    )
+    stdin = io.BufferedReader(io.FileIO(0, "r", closefd=False))
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(stdin)  # type: ignore[misc]
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _run_child(target: WarmTarget, env: dict[str, str], base: Sequence[str], argv: Sequence[str]) -> int:
+    """In the forked child, once its descriptors, folder and session are in place: the replica's code."""
+    os.environ.clear()
+    os.environ.update(env)
+    _stdio(target.unbuffered)
+    if target.gcs is not None:
+        try:
+            gcs_namespace.map_gcs(target.gcs[0], target.gcs[1])
+        except gcs_namespace.Unmappable as problem:
+            print(f"vertexdist: warm pool: {problem.why}; starting this replica cold", file=sys.stderr)
+            sys.stderr.flush()
+            os.execv(argv[0], list(argv))
+    if target.module is not None:
+        path = _child_path(os.getcwd(), env, base)
+        sys.argv = [target.module, *target.args]
+    else:
+        script = str(target.script)
+        path = _child_path(os.path.dirname(os.path.abspath(script)), env, base)
+        sys.argv = [script, *target.args]
+    sys.path[:] = path
+    _forget_stale(path)
+    importlib.invalidate_caches()
+    try:
+        if target.module is not None:
+            runpy.run_module(target.module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(str(target.script), run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except KeyboardInterrupt:
+        sys.excepthook(*sys.exc_info())
+        code = -int(signal.SIGINT)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    with contextlib.suppress(Exception):
+        threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads, as Python's exit joins them
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    return code
+
+
+class Pool:
+    """The pool's one thread: accept, fork, reap, report."""
+
+    def __init__(self, path: Path, idle_s: float) -> None:
+        self.path = path
+        self.idle_s = idle_s
+        self.base = [p for p in sys.path[1:] if p not in os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+        self.env = dict(os.environ)
+        self.children: dict[int, socket.socket] = {}
+        self.selector = selectors.DefaultSelector()
+
+    def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        argv, env, cwd = list(request["argv"]), dict(request["env"]), str(request["cwd"])
+        target = read_target(argv, env)
+        if isinstance(target, str) or len(fds) != 3:
+            _send(conn, {"cold": target if isinstance(target, str) else "no descriptors"})
+            for fd in fds:
+                os.close(fd)
+            conn.close()
+            return
+        pid = os.fork()
+        if pid == 0:  # the replica
+            code = 1
+            try:
+                atexit._clear()
+                signal.set_wakeup_fd(-1)
+                for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                import ctypes
+
+                ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                if os.getppid() != self.pool_pid:
+                    os._exit(137)
+                os.setsid()
+                for fd, into in zip(fds, (0, 1, 2), strict=True):
+                    os.dup2(fd, into)
+                for fd in fds:
+                    if fd > 2:
+                        os.close(fd)
+                self.selector.close()
+                self.listener.close()
+                for other in self.children.values():
+                    other.close()
+                conn.close()
+                os.chdir(cwd)
+                code = _run_child(target, env, self.base, argv)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    sys.excepthook(*sys.exc_info())
+                    sys.stderr.flush()
+            if code < 0:
+                signal.signal(-code, signal.SIG_DFL)
+                os.kill(os.getpid(), -code)
+            os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = conn
+        _send(conn, {"pid": pid})
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is None:
+                continue
+            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            with contextlib.suppress(OSError):
+                _send(conn, {"exit": code})
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(conn)
+            conn.close()
+
+    def serve(self) -> int:
+        self.pool_pid = os.getpid()
+        _preload()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(self.path))
+        os.chmod(self.path, 0o600)
+        self.listener.listen(64)
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        os.set_blocking(wake_read, False)
+        signal.set_wakeup_fd(wake_write)
+        signal.signal(signal.SIGCHLD, lambda _s, _f: None)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda _s, _f: stop.set())
+        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+        self.selector.register(wake_read, selectors.EVENT_READ, "wake")
+        last_busy = time.monotonic()
+        while not stop.is_set():
+            for key, _ in self.selector.select(timeout=1.0):
+                if key.data == "wake":
+                    with contextlib.suppress(OSError):
+                        os.read(wake_read, 4096)
+                    self._reap()
+                elif key.data == "accept":
+                    conn, _ = self.listener.accept()
+                    self._handle(conn)
+                elif isinstance(key.fileobj, socket.socket):  # a runner gone: its replica lives on, watched
+                    with contextlib.suppress(KeyError, ValueError):
+                        self.selector.unregister(key.fileobj)
+            self._reap()
+            if self.children:
+                last_busy = time.monotonic()
+            elif time.monotonic() - last_busy > self.idle_s:
+                break
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        return 0
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            received = _receive(conn)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        if received is None:
+            conn.close()
+            return
+        request, fds = received
+        if request.get("op") == "ping":
+            import torch
+
+            _send(conn, {"pid": os.getpid(), "cuda_initialized": bool(torch.cuda.is_initialized())})
+            conn.close()
+            return
+        self._fork(conn, request, fds)
+
+
+# ----- the runner's side ------------------------------------------------------------------------------
+
+
+class WarmProcess:
+    """A forked replica, as the runner sees it: Popen's `pid`, `wait()`, `poll()` and `returncode`."""
+
+    def __init__(self, conn: socket.socket, pid: int) -> None:
+        self._conn = conn
+        self.pid = pid
+        self.returncode: int | None = None
+        self._lock = threading.Lock()
+
+    def wait(self, timeout: float | None = None) -> int:
+        with self._lock:
+            if self.returncode is None:
+                self._conn.settimeout(timeout)
+                try:
+                    received = _receive(self._conn)
+                except TimeoutError:
+                    raise subprocess.TimeoutExpired("warm replica", timeout or 0) from None
+                except OSError:
+                    received = None
+                # No report: the pool died, and PR_SET_PDEATHSIG killed its replicas with it.
+                self.returncode = int(received[0]["exit"]) if received else -int(signal.SIGKILL)
+                self._conn.close()
+            return self.returncode
+
+    def poll(self) -> int | None:
+        try:
+            return self.wait(0.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def ping(path: Path) -> dict[str, Any] | None:
+    """The pool's answer at `path`, or None where none listens."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5.0)
+            sock.connect(str(path))
+            _send(sock, {"op": "ping"})
+            received = _receive(sock)
+    except OSError:
+        return None
+    return received[0] if received else None
+
+
+def start_pool(path: Path, idle_s: float, timeout_s: float = START_TIMEOUT_S) -> int:
+    """The pool at `path`, started (detached, its own session) unless one answers; its pid."""
+    answer = ping(path)
+    if answer is not None:
+        return int(answer["pid"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vertexdist.local.warm_pool",
+            "serve",
+            "--socket",
+            str(path),
+            "--idle",
+            f"{idle_s:g}",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        answer = ping(path)
+        if answer is not None:
+            return int(answer["pid"])
+        time.sleep(0.1)
+    raise OSError(f"the warm pool did not answer at {path} within {timeout_s:g}s")
+
+
+class WarmSpawner:
+    """Starts replicas through the pool at `path` (started on first use); cold, with one line in the
+    replica's log, where a replica cannot be forked warm or the pool cannot be reached."""
+
+    def __init__(self, path: Path | None = None, idle_s: float | None = None) -> None:
+        self.path = path or socket_path()
+        self.idle_s = idle_s if idle_s is not None else float(os.environ.get(IDLE_VARIABLE, DEFAULT_IDLE_S))
+        self._started = False
+        self._lock = threading.Lock()
+
+    def _cold(
+        self,
+        reason: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        stdout: IO[bytes],
+        stderr: int,
+    ) -> subprocess.Popen[bytes]:
+        stdout.write(f"vertexdist: warm pool: starting this replica cold: {reason}\n".encode())
+        stdout.flush()
+        return subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+
+    def __call__(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: IO[bytes], stderr: int
+    ) -> WarmProcess | subprocess.Popen[bytes]:
+        target = read_target(argv, env)
+        if isinstance(target, str):
+            return self._cold(target, argv, env, cwd, stdout, stderr)
+        try:
+            with self._lock:
+                if not self._started:
+                    start_pool(self.path, self.idle_s)
+                    self._started = True
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(str(self.path))
+            with open(os.devnull, "rb") as null:
+                _send(
+                    conn,
+                    {"argv": list(argv), "env": dict(env), "cwd": str(cwd)},
+                    [null.fileno(), stdout.fileno(), stderr],
+                )
+            answer = _receive(conn)
+        except OSError as exc:
+            return self._cold(
+                f"the pool at {self.path} cannot be reached ({exc})", argv, env, cwd, stdout, stderr
+            )
+        if answer is None or "pid" not in answer[0]:
+            conn.close()
+            reason = str(answer[0].get("cold")) if answer else "the pool closed the connection"
+            return self._cold(reason, argv, env, cwd, stdout, stderr)
+        return WarmProcess(conn, int(answer[0]["pid"]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vertexdist.local.warm_pool")
+    parser.add_argument("command", choices=["serve", "start"])
+    parser.add_argument("--socket", type=Path, default=None)
+    parser.add_argument("--idle", type=float, default=float(os.environ.get(IDLE_VARIABLE, DEFAULT_IDLE_S)))
+    args = parser.parse_args(argv)
+    path = args.socket or socket_path()
+    if args.command == "start":
+        print(start_pool(path, args.idle))
+        return 0
+    return Pool(path, args.idle).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
