@@ -22,6 +22,7 @@ from vertexdist.errors import JobFailedError, UsageError
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobEvent, JobResult
+    from vertexdist.jobs.local_faults import LocalFaults
     from vertexdist.jobs.local_run import LocalRun
 
 
@@ -53,6 +54,18 @@ def _follow(run: LocalRun, events: queue.Queue[JobEvent], json_events: bool) -> 
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _faults(path: Path, *, tuning: bool) -> LocalFaults:
+    from vertexdist.jobs.local_faults import LocalFaults
+    from vertexdist.spec.fault_plan import load_fault_plan
+
+    if tuning:
+        raise UsageError(
+            "--fault-plan is for template jobs, not tuning templates",
+            hint="run the tuning job on `vertexdist emulator start --fault-plan FILE`",
+        )
+    return LocalFaults(load_fault_plan(path), notice=lambda line: typer.echo(line, err=True))
 
 
 def local_run(
@@ -99,6 +112,12 @@ def local_run(
         help="Continue an earlier run: use its output folder (checkpoints, model) instead of a new one."
         " A run id (as local-run printed it) or a run folder.",
     ),
+    fault_plan: Path | None = typer.Option(
+        None,
+        "--fault-plan",
+        help="Inject a fault plan's faults into this run, as `emulator start --fault-plan` does: preempt,"
+        " stockout, quota, flex_wait (docs/commands/local-run.md).",
+    ),
 ) -> None:
     """Run every replica of TEMPLATE as a local process, with the environment Vertex gives them."""
     from vertexdist.backends.base import JobState
@@ -112,8 +131,10 @@ def local_run(
         raise UsageError(f"--out {out} is a file, not a folder", hint="pass a folder for the run's files")
     if not plan_only and out is not None and out.exists() and any(out.iterdir()):
         raise UsageError(f"run folder {out} is not empty", hint="pick another --out, or remove it")
+    loaded = load_template(template)
+    faults = _faults(fault_plan, tuning=loaded.tuning is not None) if fault_plan is not None else None
     request = LocalRunRequest(
-        load_template(template),
+        loaded,
         out=out,
         procs_per_replica=procs_per_replica,
         docker=docker,
@@ -122,6 +143,7 @@ def local_run(
         grace_s=grace,
         warm=warm,
         seed=seed,
+        faults=faults,
     )
     if request.template.tuning is not None:
         from vertexdist.cli.local_tune import run_tuning

@@ -28,6 +28,7 @@ from vertexdist.log_files import LogFollower
 
 if TYPE_CHECKING:
     from vertexdist.backends.local import LocalBackend
+    from vertexdist.jobs.local_faults import LocalFaults
     from vertexdist.spec.models import JobTemplate
     from vertexdist.tuning.driver import Snapshot, TuningRun
 
@@ -48,6 +49,7 @@ class LocalRunRequest:
     grace_s: float = 5.0
     warm: bool = False  # replicas forked from the warm pool where they can be (`local.warm_pool`)
     seed: int | None = None  # tuning: random and bayesian suggestions (None: a fresh draw)
+    faults: LocalFaults | None = None  # a fault plan's faults (--fault-plan); template jobs only
 
 
 def _template(request: LocalRunRequest, env: Mapping[str, str] = os.environ) -> JobTemplate:
@@ -122,9 +124,22 @@ class LocalRun:
 
 def start_local(request: LocalRunRequest, *, on_event: Callable[[JobEvent], None] | None = None) -> LocalRun:
     """Package, plan and start the (non-tuning) template's job; `on_event` gets each state change."""
+    from vertexdist.local.request import LocalRequest
+
     backend = local_backend(request)
     options = SubmitOptions(resume_from=request.resume_from, on_event=on_event)
-    name = backend.schedule(backend.dryrun(_template(request), options), options)
+    dry = backend.dryrun(_template(request), options)
+    faults = request.faults
+    if faults is None or not isinstance(dry, LocalRequest):
+        return LocalRun(backend, backend.schedule(dry, options))
+    spec = dict(dry.job.raw)
+    try:  # a quota refusal is raised here, as Vertex refuses the create call
+        failure = faults.before_create(dry.ctx.region, spec, dry.job_id)
+    except BaseException:
+        dry.release()
+        raise
+    name = backend.schedule(dry, options)
+    faults.arm(backend.job(name), name, spec, failure)
     return LocalRun(backend, name)
 
 

@@ -233,6 +233,7 @@ class LocalJob:
         self._watchdog: Watchdog | None = None
         self._gcs_mapped = False  # replicas start behind gcs_namespace (set once the plan is ready)
         self._gcs_problem: str | None = None  # why /gcs cannot be mapped here, if it cannot
+        self._imposed: JobError | None = None  # a failure from outside the replicas (`impose_failure`)
         if self.plan is not None:
             self._init_replicas(self.plan)
 
@@ -274,6 +275,18 @@ class LocalJob:
             if self._state.done:
                 return
         self._cancel.set()
+
+    def impose_failure(self, error: JobError, *, stop: bool = False) -> None:
+        """The job fails with `error`, from outside its replicas (a reclaimed Spot VM, a stockout: a fault
+        plan's, `vertexdist.jobs.local_faults`): however its replicas end from now on, it ends FAILED with
+        this error and is not restarted. With `stop` (or once set, on `cancel`) its replicas are stopped; a
+        job not started yet starts none."""
+        with self._lock:
+            if self._state.done:
+                return
+            self._imposed = self._imposed or error
+        if stop:
+            self._cancel.set()
 
     def wait(self, timeout: float | None = None) -> JobResult | None:
         """The result once the job is done; None if `timeout` passes first."""
@@ -361,6 +374,9 @@ class LocalJob:
             self.plan = plan
             self._init_replicas(plan)
         if self._cancel.is_set():
+            if self._imposed is not None:
+                self._set_job(JobState.FAILED, error=self._imposed)
+                return
             self._set_job(JobState.CANCELLED, error=JobError(CODE_CANCELLED, "the job was cancelled"))
             return
         timeout = self._timeout_override if self._timeout_override is not None else plan.timeout_s
@@ -511,6 +527,8 @@ class LocalJob:
                 settle_until = time.monotonic() + self._settle_s
         self._stop_all(running, events)
         self._live = {}
+        if self._imposed is not None:  # whatever the replicas' exits said (impose_failure)
+            return _Outcome(JobState.FAILED, self._imposed)
         return outcome
 
     def _first_failure(self, running: dict[str, _Running], events: queue.Queue[str]) -> _Running:
