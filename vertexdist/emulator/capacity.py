@@ -69,6 +69,14 @@ def max_wait_s(spec: dict[str, Any]) -> float:
     return 0.0 if text in ("0", "0s") else parse_duration(text)
 
 
+def flex_wait_outcome(flex: FlexWaitFault, spec: dict[str, Any]) -> tuple[float, bool]:
+    """How long a FLEX_START job waits for capacity, and whether it expires (past max_wait_duration)."""
+    limit = max_wait_s(spec)
+    expires = flex.wait is None or (limit > 0 and flex.wait > limit)
+    wait = (limit if limit > 0 else float("inf")) if expires else float(flex.wait or 0.0)
+    return wait, expires
+
+
 @dataclass
 class ReplicaFault:
     """One preemption or maintenance armed against one replica of one job."""

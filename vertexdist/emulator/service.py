@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.emulator import validation
-from vertexdist.emulator.capacity import CapacityFaults, accelerator_type, max_wait_s
+from vertexdist.emulator.capacity import CapacityFaults, accelerator_type, flex_wait_outcome, max_wait_s
 from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
 from vertexdist.emulator.filters import parse_filter
 from vertexdist.emulator.preemption import Preemptions
@@ -266,9 +266,7 @@ class EmulatorService:
         flex = self.capacity.flex_wait(job_name, spec)
         if flex is None:
             return True
-        limit = max_wait_s(spec)
-        expires = flex.wait is None or (limit > 0 and flex.wait > limit)
-        wait = (limit if limit > 0 else float("inf")) if expires else float(flex.wait or 0.0)
+        wait, expires = flex_wait_outcome(flex, spec)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if self._stop.wait(min(_SUPERVISE_INTERVAL_S, max(0.0, deadline - time.monotonic()))):
@@ -278,7 +276,8 @@ class EmulatorService:
                 self._finish_cancelled_before_start(job_name)
                 return False
         if expires:
-            self._set_state(job_name, "JOB_STATE_FAILED", error=capacity_errors.flex_expired_error(limit))
+            expired = capacity_errors.flex_expired_error(max_wait_s(spec))
+            self._set_state(job_name, "JOB_STATE_FAILED", error=expired)
             return False
         return True
 

@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from vertexdist.backends.base import JobError, ReplicaState
 from vertexdist.backends.errors import ApiCallError
-from vertexdist.emulator.capacity import CapacityFaults, accelerator_type, max_wait_s, not_emulated
+from vertexdist.emulator.capacity import (
+    CapacityFaults,
+    accelerator_type,
+    flex_wait_outcome,
+    max_wait_s,
+    not_emulated,
+)
 from vertexdist.emulator.preemption import Preemptions
 from vertexdist.errors import UsageError
 from vertexdist.wire import capacity_errors
@@ -71,12 +77,10 @@ class LocalFaults:
         flex = self.capacity.flex_wait(what, spec)
         if flex is None:
             return None
-        limit = max_wait_s(spec)
-        expires = flex.wait is None or (limit > 0 and flex.wait > limit)
-        wait = (limit if limit > 0 else float("inf")) if expires else float(flex.wait or 0.0)
+        wait, expires = flex_wait_outcome(flex, spec)
         self.notice(f"flex-start: waiting {wait:g}s for capacity (fault plan)")
         self.sleep(wait)
-        return _error(capacity_errors.flex_expired_error(limit)) if expires else None
+        return _error(capacity_errors.flex_expired_error(max_wait_s(spec))) if expires else None
 
     def arm(self, job: LocalJob, name: str, spec: dict[str, Any], failure: JobError | None) -> None:
         """Apply what the plan holds for the started `job`: the failure `before_create` gave (no replica

@@ -472,15 +472,9 @@ class WarmSpawner:
     ) -> subprocess.Popen[bytes]:
         stdout.write(f"vertexdist: warm pool: starting this replica cold: {reason}\n".encode())
         stdout.flush()
-        return subprocess.Popen(
-            list(argv),
-            env=dict(env),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
+        from vertexdist.local.runner import popen_spawner  # the runner's own cold start; loaded by then
+
+        return popen_spawner(argv, env, cwd, stdout, stderr)
 
     def __call__(
         self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: IO[bytes], stderr: int
