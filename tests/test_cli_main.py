@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -107,3 +108,19 @@ def test_help_metavars_read_like_gcloud() -> None:
     # Issue 27: `list` and `trials --help` spoke of "the template's" project though they take no template.
     for command in ("list", "trials", "status", "logs", "outputs", "cancel"):
         assert "template" not in helps[command], command
+
+
+def test_an_interrupted_run_exits_130_even_while_a_library_thread_lives_on() -> None:
+    # A transport thread that never ends would keep the interpreter joining it after Ctrl-C (seen once under
+    # `logs --follow` in CI); the CLI still ends, with 130, within its grace.
+    script = (
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(120,)).start()\n"
+        "from vertexdist.cli.main import exit_interrupted\n"
+        "exit_interrupted(grace_s=0.5)\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130
+    assert done.stderr.strip() == "interrupted"
+    assert time.monotonic() - started < 30

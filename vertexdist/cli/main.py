@@ -6,7 +6,10 @@ Command modules are imported here, so each must stay light at import time: heavy
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import threading
 
 import typer
 
@@ -26,6 +29,28 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
+
+# After Ctrl-C the interpreter still joins every non-daemon thread before it exits; a client library's
+# transport thread that never ends (seen once in CI under `logs --follow`) would keep the CLI alive. So an
+# interrupted run is given this long to exit normally (atexit handlers included), then ends at once.
+INTERRUPT_EXIT_GRACE_S = 5.0
+INTERRUPTED_EXIT_CODE = 130
+
+
+def exit_interrupted(grace_s: float = INTERRUPT_EXIT_GRACE_S) -> None:
+    """End an interrupted run with exit 130: normally if it can, at the latest `grace_s` later."""
+    print("interrupted", file=sys.stderr)
+
+    def force_exit() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(INTERRUPTED_EXIT_CODE)
+
+    timer = threading.Timer(grace_s, force_exit)
+    timer.daemon = True
+    timer.start()
+    sys.exit(INTERRUPTED_EXIT_CODE)
 
 
 def _version(value: bool) -> None:
@@ -77,8 +102,7 @@ def run(argv: list[str] | None = None) -> None:
         _report(exc)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        exit_interrupted()
     except Exception as exc:
         if _state["debug"]:
             raise
