@@ -41,6 +41,13 @@ def start(
         "--fault-plan",
         help="YAML list of capacity faults to inject: preempt, stockout, quota, flex_wait.",
     ),
+    warm: int = typer.Option(
+        0,
+        "--warm",
+        min=0,
+        help="Fork replicas from a warm pool of this emulator's (torch, the trainer and the launcher"
+        " imported), with N children forked ahead; stopped with the emulator (0: cold starts).",
+    ),
 ) -> None:
     """Serve until stopped; prints VERTEX_API_ENDPOINT=... and STORAGE_EMULATOR_HOST=..., one per line."""
     from vertexdist.emulator import Emulator
@@ -55,6 +62,7 @@ def start(
         hold_get_s=hold_get,
         verbose=verbose,
         fault_plan=plan,
+        warm=warm,
     )
     stop = threading.Event()
 
@@ -67,6 +75,8 @@ def start(
         typer.echo(f"VERTEX_API_ENDPOINT={emu.vertex_endpoint}")
         typer.echo(f"STORAGE_EMULATOR_HOST={emu.storage_endpoint}")
         typer.echo(f"serving jobs from {emu.data_dir}; Ctrl-C stops", err=True)
+        if emu.warm_pool is not None:
+            typer.echo(f"warm pool: pid {emu.warm_pool.pid}, {warm} replicas forked ahead", err=True)
         while not stop.wait(0.5):
             pass
     finally:

@@ -16,6 +16,7 @@ from pathlib import Path
 from vertexdist.backends.base import ReplicaState
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
 from vertexdist.local import JobContext, JobState, LocalJob, start_job
+from vertexdist.local.runner import Spawner
 from vertexdist.log_files import replica_tail
 
 _STATES: dict[JobState, RunState] = {
@@ -82,6 +83,8 @@ class LocalBackendRunner:
         self.fetch_object = fetch_object
         self._procs_per_replica = procs_per_replica
         self._grace_s = grace_s
+        # How replicas start: None is a cold start; `emulator start --warm N` sets its pool's spawner.
+        self.spawner: Spawner | None = None
 
     def start(self, request: LaunchRequest) -> _LocalRunning:
         ctx = JobContext(
@@ -104,5 +107,6 @@ class LocalBackendRunner:
             serve_metadata=True,
             replica_env=self.replica_env,
             fetch_object=self.fetch_object,
+            spawner=self.spawner,
         )
         return _LocalRunning(local)

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.emulator.execution import JobRunner
@@ -36,6 +36,9 @@ from vertexdist.local import gcs_mount
 from vertexdist.private_files import make_private_dir
 from vertexdist.spec.fault_plan import FaultPlan
 from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path
+
+if TYPE_CHECKING:
+    from vertexdist.local.warm_pool import OwnedPool
 
 _log = logging.getLogger(__name__)
 
@@ -73,6 +76,8 @@ class Emulator:
     folder removed on `stop()`. `hold_get_s` > 0 makes a Get of an unfinished job wait up to that long for
     it to finish (see EmulatorService.get). `runner` defaults to the local backend; `procs_per_replica` is
     local-run's `--procs-per-replica` (None: the machine's GPUs per replica, 1 without, as local-run).
+    `warm` > 0 starts replicas from a warm pool owned by this emulator, with that many children forked
+    ahead (`local.warm_pool.OwnedPool`; started in `start()`, stopped in `stop()`).
     """
 
     def __init__(
@@ -86,6 +91,7 @@ class Emulator:
         procs_per_replica: int | None = None,
         verbose: bool = False,
         fault_plan: FaultPlan | None = None,
+        warm: int = 0,
     ) -> None:
         problem = not_emulated(fault_plan) if fault_plan is not None else None
         if problem is not None:
@@ -132,6 +138,25 @@ class Emulator:
             self._release()
             raise
         self._running = False
+        # `--warm N`: the local runner's replicas forked from a pool of this emulator's (started in start()).
+        self.warm = warm
+        self.warm_pool: OwnedPool | None = None
+
+    def _start_warm_pool(self) -> None:
+        from vertexdist.local.warm_pool import OwnedPool
+
+        if self.warm <= 0 or self._local_runner is None:
+            return
+        assert self.data_dir is not None
+        self.warm_pool = OwnedPool(self.warm, log=self.data_dir / "warm-pool.log").start()
+        self._local_runner.spawner = self.warm_pool.spawner()
+
+    def _stop_warm_pool(self) -> None:
+        pool, self.warm_pool = self.warm_pool, None
+        if pool is not None:
+            pool.stop()
+        if self._local_runner is not None:
+            self._local_runner.spawner = None
 
     def _fetch(self, uri: str, folder: Path) -> Path:
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
@@ -173,6 +198,7 @@ class Emulator:
                 problem = gcs_mount.problem()
                 if problem is not None:  # said once, here; each job's replicas fail with it at /gcs
                     _log.warning("warning: %s", problem)
+            self._start_warm_pool()
             self.http.start()
             if self._temp is None and self.data_dir is not None:
                 # So `vertexdist status ID --emulator` elsewhere reaches this one (emulator.folder).
@@ -190,6 +216,7 @@ class Emulator:
             self.tuning.close()
             self.service.close()
         finally:
+            self._stop_warm_pool()
             self.storage.stop()
             self._running = False
             self._release()

@@ -1,7 +1,7 @@
 """A warm pool: one long-lived process that has imported Python, torch, the bundled trainer and the shipped
 launcher, and forks a local replica on demand (`local-run --warm`).
 
-    python -m vertexdist.local.warm_pool serve [--socket PATH] [--idle SECONDS]
+    python -m vertexdist.local.warm_pool serve [--socket PATH] [--idle SECONDS] [--ready N] [--parent-fd FD]
 
 The runner asks over a unix socket (`WarmSpawner`): one message with the replica's argv, environment and
 working folder, its stdin, stdout (the log file) and stderr (the log capture's pipe) passed as descriptors
@@ -14,6 +14,9 @@ the signal), so the runner's handle has `pid`, `wait()` and `returncode` like Po
 
 - Every forked replica gets PR_SET_PDEATHSIG=SIGKILL from the pool's one thread: a pool that dies leaves
   no replica behind; the runner then reads the replica as killed by SIGKILL.
+- An owned pool (`OwnedPool`: the emulator's `--warm N`) never idles out, keeps N children forked ahead
+  of any request (`--ready`), and stops at the end-of-file of a pipe only its owner writes to
+  (`--parent-fd`): an owner killed by SIGKILL leaves no pool and no replica.
 - CUDA is never initialised in the pool (torch is imported, nothing of torch.cuda is called).
 - What cannot be forked warm starts cold, with one line in the replica's log: another interpreter (a
   requirements environment, a container launcher), Python options other than -u / -m, PYTHON* variables
@@ -238,71 +241,138 @@ def _run_child(target: WarmTarget, env: dict[str, str], base: Sequence[str], arg
 class Pool:
     """The pool's one thread: accept, fork, reap, report."""
 
-    def __init__(self, path: Path, idle_s: float) -> None:
+    def __init__(self, path: Path, idle_s: float, ready: int = 0, parent_fd: int | None = None) -> None:
         self.path = path
-        self.idle_s = idle_s
+        self.idle_s = idle_s  # <= 0: never idles out (an owned pool stops with its owner)
         self.base = [p for p in sys.path[1:] if p not in os.environ.get("PYTHONPATH", "").split(os.pathsep)]
         self.env = dict(os.environ)
         self.children: dict[int, socket.socket] = {}
         self.selector = selectors.DefaultSelector()
+        # `ready` children forked ahead of any request, each waiting on its end of a socket pair for one.
+        self.ready_target = ready
+        self.ready: dict[int, socket.socket] = {}
+        # The read end of a pipe only the owner can write to: its end-of-file is the owner gone.
+        self.parent_fd = parent_fd
+        self._wake: tuple[int, int] = (-1, -1)
+
+    def _child_setup(self) -> None:
+        """In a just-forked child: the pool's signal handlers and descriptors dropped, and killed with it."""
+        atexit._clear()
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != self.pool_pid:
+            os._exit(137)
+        self.selector.close()
+        self.listener.close()
+        for other in (*self.children.values(), *self.ready.values()):
+            other.close()
+        for fd in (*self._wake, self.parent_fd):
+            if fd is not None and fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def _replica(self, request: dict[str, Any], fds: Sequence[int], target: WarmTarget) -> None:
+        """In the child, set up: become the replica (session, descriptors 0-2, folder) and run it; never
+        returns."""
+        code = 1
+        try:
+            os.setsid()
+            for fd, into in zip(fds, (0, 1, 2), strict=True):
+                os.dup2(fd, into)
+            for fd in fds:
+                if fd > 2:
+                    os.close(fd)
+            os.chdir(str(request["cwd"]))
+            code = _run_child(target, dict(request["env"]), self.base, list(request["argv"]))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                sys.excepthook(*sys.exc_info())
+                sys.stderr.flush()
+        if code < 0:
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        os._exit(code)
+
+    def _prefork(self) -> None:
+        """One more ready child: forked now, it waits for a replica's request (or end-of-file: it exits)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                self._child_setup()
+                received = _receive(theirs)
+                theirs.close()
+                if received is None:
+                    os._exit(0)
+                request, fds = received
+                target = read_target(list(request["argv"]), dict(request["env"]))
+                if isinstance(target, str) or len(fds) != 3:
+                    os._exit(1)
+            except BaseException:
+                os._exit(1)
+            self._replica(request, fds, target)
+        theirs.close()
+        self.ready[pid] = ours
+
+    def _refill(self) -> None:
+        while len(self.ready) < self.ready_target:
+            self._prefork()
+
+    def _take_ready(self, request: dict[str, Any], fds: Sequence[int]) -> int | None:
+        """A ready child handed this request, or None when none is ready (or the one tried is gone)."""
+        while self.ready:
+            pid, sock = next(iter(self.ready.items()))
+            del self.ready[pid]
+            try:
+                _send(sock, request, fds)
+            except OSError:
+                continue
+            finally:
+                sock.close()
+            return pid
+        return None
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-        argv, env, cwd = list(request["argv"]), dict(request["env"]), str(request["cwd"])
-        target = read_target(argv, env)
+        target = read_target(list(request["argv"]), dict(request["env"]))
         if isinstance(target, str) or len(fds) != 3:
             _send(conn, {"cold": target if isinstance(target, str) else "no descriptors"})
             for fd in fds:
                 os.close(fd)
             conn.close()
             return
-        pid = os.fork()
-        if pid == 0:  # the replica
-            code = 1
-            try:
-                atexit._clear()
-                signal.set_wakeup_fd(-1)
-                for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
-                    signal.signal(sig, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-                import ctypes
-
-                ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-                if os.getppid() != self.pool_pid:
-                    os._exit(137)
-                os.setsid()
-                for fd, into in zip(fds, (0, 1, 2), strict=True):
-                    os.dup2(fd, into)
-                for fd in fds:
-                    if fd > 2:
-                        os.close(fd)
-                self.selector.close()
-                self.listener.close()
-                for other in self.children.values():
-                    other.close()
-                conn.close()
-                os.chdir(cwd)
-                code = _run_child(target, env, self.base, argv)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    sys.excepthook(*sys.exc_info())
-                    sys.stderr.flush()
-            if code < 0:
-                signal.signal(-code, signal.SIG_DFL)
-                os.kill(os.getpid(), -code)
-            os._exit(code)
+        pid = self._take_ready(request, fds)
+        if pid is None:
+            pid = os.fork()
+            if pid == 0:  # the replica
+                try:
+                    self._child_setup()
+                    conn.close()
+                except BaseException:
+                    os._exit(1)
+                self._replica(request, fds, target)
         for fd in fds:
             os.close(fd)
         self.children[pid] = conn
         _send(conn, {"pid": pid})
+        self._refill()
 
     def _reap(self) -> None:
-        while self.children:
+        while self.children or self.ready:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
+            idle = self.ready.pop(pid, None)  # a ready child that died before it was used
+            if idle is not None:
+                idle.close()
             conn = self.children.pop(pid, None)
             if conn is None:
                 continue
@@ -324,6 +394,7 @@ class Pool:
         os.chmod(self.path, 0o600)
         self.listener.listen(64)
         wake_read, wake_write = os.pipe()
+        self._wake = (wake_read, wake_write)
         os.set_blocking(wake_write, False)
         os.set_blocking(wake_read, False)
         signal.set_wakeup_fd(wake_write)
@@ -332,10 +403,15 @@ class Pool:
         signal.signal(signal.SIGTERM, lambda _s, _f: stop.set())
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")
         self.selector.register(wake_read, selectors.EVENT_READ, "wake")
+        if self.parent_fd is not None:
+            self.selector.register(self.parent_fd, selectors.EVENT_READ, "owner")
+        self._refill()
         last_busy = time.monotonic()
         while not stop.is_set():
             for key, _ in self.selector.select(timeout=1.0):
-                if key.data == "wake":
+                if key.data == "owner":  # the owner's end closed: it stopped, or was killed
+                    stop.set()
+                elif key.data == "wake":
                     with contextlib.suppress(OSError):
                         os.read(wake_read, 4096)
                     self._reap()
@@ -348,10 +424,12 @@ class Pool:
             self._reap()
             if self.children:
                 last_busy = time.monotonic()
-            elif time.monotonic() - last_busy > self.idle_s:
+            elif self.idle_s > 0 and time.monotonic() - last_busy > self.idle_s:
                 break
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+        for sock in self.ready.values():  # end-of-file: each ready child exits
+            sock.close()
         return 0
 
     def _handle(self, conn: socket.socket) -> None:
@@ -367,7 +445,14 @@ class Pool:
         if request.get("op") == "ping":
             import torch
 
-            _send(conn, {"pid": os.getpid(), "cuda_initialized": bool(torch.cuda.is_initialized())})
+            _send(
+                conn,
+                {
+                    "pid": os.getpid(),
+                    "cuda_initialized": bool(torch.cuda.is_initialized()),
+                    "ready": sorted(self.ready),
+                },
+            )
             conn.close()
             return
         self._fork(conn, request, fds)
@@ -455,10 +540,11 @@ class WarmSpawner:
     """Starts replicas through the pool at `path` (started on first use); cold, with one line in the
     replica's log, where a replica cannot be forked warm or the pool cannot be reached."""
 
-    def __init__(self, path: Path | None = None, idle_s: float | None = None) -> None:
+    def __init__(self, path: Path | None = None, idle_s: float | None = None, *, start: bool = True) -> None:
         self.path = path or socket_path()
         self.idle_s = idle_s if idle_s is not None else float(os.environ.get(IDLE_VARIABLE, DEFAULT_IDLE_S))
-        self._started = False
+        # start=False: the pool is someone else's (an `OwnedPool`); never start a detached one in its place.
+        self._started = not start
         self._lock = threading.Lock()
 
     def _cold(
@@ -507,17 +593,92 @@ class WarmSpawner:
         return WarmProcess(conn, int(answer[0]["pid"]))
 
 
+class OwnedPool:
+    """A pool owned by this process (`emulator start --warm N`): started with it, stopped with it, and
+    gone with it when it is killed: the pool watches a pipe whose write end only this process holds (its
+    end-of-file stops the pool, and PR_SET_PDEATHSIG takes the pool's replicas with it). `ready` children
+    are forked ahead of any request, so up to that many replicas start without waiting even for a fork."""
+
+    def __init__(self, ready: int, *, log: Path | None = None, path: Path | None = None) -> None:
+        from vertexdist.user_temp import user_temp_dir
+
+        self.ready = ready
+        self.log = log
+        self.path = path or user_temp_dir("warm-pool") / f"owned-{os.getpid()}-{os.urandom(4).hex()}.sock"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._owner_fd: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> OwnedPool:
+        """Start the pool and wait until it answers (it imports torch first: seconds)."""
+        read_end, write_end = os.pipe()  # neither end is inherited by anything else this process starts
+        self._owner_fd = write_end
+        argv = [sys.executable, "-m", "vertexdist.local.warm_pool", "serve", "--socket", str(self.path)]
+        argv += ["--idle", "0", "--ready", str(self.ready), "--parent-fd", str(read_end)]
+        try:
+            with open(self.log, "ab") if self.log else open(os.devnull, "wb") as errors:
+                self._proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=errors,
+                    stderr=errors,
+                    pass_fds=(read_end,),
+                    start_new_session=True,  # a Ctrl-C at the terminal is the owner's to handle
+                )
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            os.close(read_end)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if ping(self.path) is not None:
+                return self
+            if self._proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.stop()
+        where = f"; see {self.log}" if self.log else ""
+        raise OSError(f"the warm pool did not answer at {self.path} within {timeout_s:g}s{where}")
+
+    def spawner(self) -> WarmSpawner:
+        """Replicas through this pool (cold, and said so, where the pool cannot fork one)."""
+        return WarmSpawner(self.path, start=False)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the pool (its replicas go with it) and wait for it; a pool that does not stop is killed."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            try:
+                proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._owner_fd is not None:
+            os.close(self._owner_fd)
+            self._owner_fd = None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vertexdist.local.warm_pool")
     parser.add_argument("command", choices=["serve", "start"])
     parser.add_argument("--socket", type=Path, default=None)
     parser.add_argument("--idle", type=float, default=float(os.environ.get(IDLE_VARIABLE, DEFAULT_IDLE_S)))
+    parser.add_argument("--ready", type=int, default=0, help="children forked ahead of any request")
+    parser.add_argument("--parent-fd", type=int, default=None, help="stop at this pipe's end-of-file")
     args = parser.parse_args(argv)
     path = args.socket or socket_path()
     if args.command == "start":
         print(start_pool(path, args.idle))
         return 0
-    return Pool(path, args.idle).serve()
+    return Pool(path, args.idle, args.ready, args.parent_fd).serve()
 
 
 if __name__ == "__main__":
