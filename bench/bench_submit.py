@@ -9,11 +9,18 @@ Run: .venv/bin/python bench/bench_submit.py [--runs N]
    `CustomTrainingJob.run()` (5 s polls) on the same job; prints the ratio of the totals and how long each
    client took to notice that the job had ended (the job's endTime to the call returning).
 3. `status` of one job: after import (client made, then one Get) (goal < 0.5 s), and `vertexdist status` wall.
+
+`--warm`: only 2., on one emulator started first with `--warm 2` (its pool of replicas forked from an
+interpreter that has imported torch; `emulator start --warm`), as `submit --emulator` finds one serving its
+data folder: vertexdist's submit (after one untimed submit of the same package) against the SDK's `run()` on
+the same emulator, in turns; the last figure printed is the ratio of the medians (goal <= 0.3x).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import logging
 import os
 import statistics
@@ -22,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ["NO_GCE_CHECK"] = "true"
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
@@ -52,9 +60,10 @@ def ended_ago(emu: object, name: str) -> float:
 
 
 def submit_until(
-    template_path: Path, emu_data: Path | None, until: str, package_dir: Path
+    template_path: Path, emu_data: Path | None, until: str, package_dir: Path, serving: Any = None
 ) -> tuple[float, str, float]:
-    """What `submit --emulator` does, timed from the start until the job reaches `until` (or ends)."""
+    """What `submit --emulator` does, timed from the start until the job reaches `until` (or ends); with
+    `serving`, against that emulator (one already serving the data folder), else one started inside."""
     from vertexdist.backends.config import resolve_target
     from vertexdist.backends.vertex import VertexBackend
     from vertexdist.backends.watch import PollPolicy, watch
@@ -63,7 +72,7 @@ def submit_until(
 
     start = time.perf_counter()
     template = load_template(template_path)
-    with Emulator(data_dir=emu_data) as emu:
+    with contextlib.nullcontext(serving) if serving is not None else Emulator(data_dir=emu_data) as emu:
         target = resolve_target(
             env={"STORAGE_EMULATOR_HOST": emu.storage_endpoint},
             template_project=template.project,
@@ -86,14 +95,14 @@ def submit_until(
     return elapsed, final.state, latency
 
 
-def sdk_run(emu: object, script: Path) -> tuple[float, float]:
+def sdk_run(emu: object, script: Path, bucket: str = BUCKET) -> tuple[float, float]:
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import aiplatform
 
     aiplatform.init(
         project=PROJECT,
         location=LOCATION,
-        staging_bucket=f"gs://{BUCKET}/sdk",
+        staging_bucket=f"gs://{bucket}/sdk",
         credentials=AnonymousCredentials(),
         api_endpoint=emu.vertex_endpoint,  # type: ignore[attr-defined]
         api_transport="rest",
@@ -110,11 +119,53 @@ def median(values: list[float]) -> str:
     return f"min {min(values):.2f} s / median {statistics.median(values):.2f} s"
 
 
+def warm_ratio(work: Path, runs: int) -> float:
+    """2. on one `--warm 2` emulator started first: our submit vs the SDK's run(), in turns (medians)."""
+    from google.cloud import storage as gcs
+
+    from vertexdist.emulator import Emulator
+
+    print("== 2 (--warm). a 1 s job, submit -> SUCCEEDED, on one emulator started first with --warm 2")
+    begin = time.perf_counter()
+    with Emulator(data_dir=work / "warm-emu", warm=2) as emu:
+        started = time.perf_counter() - begin
+        print(f"   emulator and its warm pool started in {started:.2f} s (not timed below)")
+        os.environ["STORAGE_EMULATOR_HOST"] = emu.storage_endpoint
+        path = write_template(work / "warm-done", "bench-warm", "import time\ntime.sleep(1)\n")
+        submit_until(path, None, "SUCCEEDED", work / "sdist", emu)  # the package's upload and install
+        gcs.Client(project=PROJECT).create_bucket(BUCKET + "-sdk")
+        ours, theirs, our_lag, their_lag = [], [], [], []
+        for _ in range(runs):
+            seconds, state, lag = submit_until(path, None, "SUCCEEDED", work / "sdist", emu)
+            assert state == "SUCCEEDED", state
+            ours.append(seconds)
+            our_lag.append(lag)
+            seconds, lag = sdk_run(emu, path.parent / "train.py", BUCKET + "-sdk")
+            theirs.append(seconds)
+            their_lag.append(lag)
+        logs = (work / "warm-emu").glob("jobs/*/logs/*.log")
+        cold_starts = sum("starting this replica cold" in log.read_text() for log in logs)
+        os.environ.pop("STORAGE_EMULATOR_HOST")
+    print(f"   vertexdist submit (warm emulator, unchanged package): {median(ours)}")
+    print(f"   SDK CustomTrainingJob.run() (same emulator):          {median(theirs)}")
+    print(f"   job end -> client knows: vertexdist {median(our_lag)}; SDK {median(their_lag)}")
+    print(f"   replicas started cold (should be 0): {cold_starts}")
+    ratio = statistics.median(ours) / statistics.median(theirs)
+    print(f"   ratio vertexdist / SDK (median, goal <= 0.3x): {ratio:.2f}\u00d7")
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--warm", action="store_true", help="only 2., on one --warm 2 emulator started first")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-submit-"))
+    if args.warm:  # after the imports the CLI makes lazily, as in 1.
+        importlib.import_module("google.cloud.aiplatform_v1")
+        importlib.import_module("vertexdist.emulator.local_runner")
+        warm_ratio(work, args.runs)
+        return
     # Import what the CLI imports lazily, so the figures are "after import" as the goal states.
     import google.cloud.aiplatform_v1  # noqa: F401
     from google.cloud import storage  # noqa: F401
