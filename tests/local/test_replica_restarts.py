@@ -16,6 +16,7 @@ import pytest
 
 from vertexdist.backends.base import JobEvent, ReplicaState
 from vertexdist.backends.local.backend import summary_of
+from vertexdist.cli.local_report import summary_lines
 from vertexdist.local import JobContext, JobState, start_job
 
 pytestmark = pytest.mark.integration
@@ -149,6 +150,7 @@ def test_a_replica_the_platform_stopped_is_restarted_alone_and_the_job_succeeds(
     assert [r.name for r in stopped if r is not None] == ["workerpool1-0"]
     summary = summary_of("r", "d", tmp_path / "run", result)
     assert {r["name"]: r["restarts"] for r in summary["replicas"]} == _restarts(result)
+    assert "replicas restarted: workerpool1-0 (1)" in summary_lines(result, tmp_path / "run")
 
 
 def test_a_peer_that_only_lost_the_stopped_replica_is_restarted_with_it(tmp_path: Path) -> None:
