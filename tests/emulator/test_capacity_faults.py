@@ -13,7 +13,7 @@ import pytest
 from google.api_core import exceptions as gexc
 
 from vertexdist.emulator import Emulator
-from vertexdist.emulator.capacity import CapacityFaults
+from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.spec.fault_plan import FaultPlanError, parse_fault_plan
 from vertexdist.wire import capacity_errors
 
@@ -215,10 +215,60 @@ def test_a_bad_fault_plan_names_the_entry_and_field(tmp_path: Path, cli_run: Any
     assert "Traceback" not in err
 
 
-def test_a_plan_the_emulator_cannot_carry_out_yet_is_refused_naming_the_entry(tmp_path: Path) -> None:
-    plan = parse_fault_plan("- kind: quota\n- kind: maintenance\n  replica: workerpool0-0\n", "p.yaml")
-    with pytest.raises(Exception, match=r"p.yaml: entry 1 \(maintenance\)"):
-        Emulator(data_dir=tmp_path / "emu", fault_plan=plan)
+# First run: note it in the replica's folder (kept across restarts), then wait to be stopped, with HANDLER
+# on SIGTERM. A later run (the restarted replica) says so and succeeds.
+RESTARTED = (
+    "import os, signal, sys, time\n"
+    "if not os.path.exists('ran-once'):\n"
+    "    open('ran-once', 'w').write('x')\n"
+    "    signal.signal(signal.SIGTERM, HANDLER)\n"
+    "    print('first run', flush=True)\n"
+    "    time.sleep(60)\n"
+    "print('second run', flush=True)\n"
+)
+CHECKPOINT_AND_EXIT = "lambda *_: (print('got SIGTERM', flush=True), sys.exit(0))"
+
+
+def test_a_preemption_with_worker_restarts_restarts_the_replica_and_the_job_succeeds(
+    emulator: Emulator, client: Any
+) -> None:
+    faults = arm(emulator, "- kind: preempt\n  outcome: worker_restarts\n  after: 0.5s\n  grace: 5s\n")
+    code = RESTARTED.replace("HANDLER", CHECKPOINT_AND_EXIT)
+    created = client.create_custom_job(parent=PARENT, custom_job=job(code))
+    found = wait_done(client, created.name, timeout=40)
+    assert found.state.name == "JOB_STATE_SUCCEEDED", found.error.message
+    assert capacity_errors.reason_of(found.state.name, None) == "SUCCEEDED"  # not PREEMPTED (§8.6)
+    log = emulator.service.log_files(created.name)["workerpool0-0"].read_text()
+    assert (
+        log.index("got SIGTERM") < log.index("replica restart workerpool0-0 (1/5)") < log.index("second run")
+    )
+    assert faults.fired == [("preempt", created.name)]
+
+
+def test_maintenance_stops_the_replica_after_its_grace_and_restarts_it(
+    emulator: Emulator, client: Any
+) -> None:
+    arm(emulator, "- kind: maintenance\n  after: 0.5s\n  grace: 1s\n")
+    code = RESTARTED.replace("HANDLER", "signal.SIG_IGN")  # so only the SIGKILL after the grace ends it
+    begun = time.monotonic()
+    created = client.create_custom_job(parent=PARENT, custom_job=job(code))
+    found = wait_done(client, created.name, timeout=40)
+    assert found.state.name == "JOB_STATE_SUCCEEDED", found.error.message
+    assert time.monotonic() - begun < 30  # the fault's 1 s grace, not GCE's 30 s nor the script's 60 s
+    log = emulator.service.log_files(created.name)["workerpool0-0"].read_text()
+    assert log.index("first run") < log.index("replica restart workerpool0-0 (1/5)") < log.index("second run")
+
+
+def test_every_fault_kind_is_carried_out_now(tmp_path: Path) -> None:
+    plan = parse_fault_plan(
+        "- kind: maintenance\n  grace: 2s\n- kind: preempt\n  outcome: worker_restarts\n", "p.yaml"
+    )
+    assert not_emulated(plan) is None
+    armed = CapacityFaults(plan).replica_faults("job", {"workerPoolSpecs": [{"replicaCount": 1}]})
+    assert [(f.kind, f.grace_s, f.restarts) for f in armed] == [
+        ("maintenance", 2.0, True),
+        ("preempt", 30.0, True),
+    ]
 
 
 def test_parse_errors_are_fault_plan_errors() -> None:

@@ -59,3 +59,30 @@ def test_a_replica_that_left_on_sigterm_is_not_killed_again() -> None:
 def test_a_replica_not_running_yet_is_not_signalled() -> None:
     p = Preemptions([ReplicaFault("workerpool1-0", 0.0, 1.0, False, "preempt")], Clock())
     assert not p.tick({"workerpool0-0": 1}) and p.preempted is None
+
+
+def test_a_restarting_fault_tells_the_job_first_and_never_fails_it() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", IGNORES_SIGTERM], start_new_session=True, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stdout.readline()
+    told: list[tuple[str, int, bool]] = []
+
+    def notice(name: str, pid: int, why: str) -> bool:
+        told.append((name, pid, proc.poll() is None))  # before its SIGTERM: still running
+        return "maintenance" in why
+
+    clock = Clock()
+    p = Preemptions([ReplicaFault("workerpool0-0", 1.0, 2.0, True, "maintenance")], clock, stop_notice=notice)
+    try:
+        assert not p.tick({"workerpool0-0": proc.pid}) and not told
+        clock.now = 1.0
+        assert not p.tick({"workerpool0-0": proc.pid})
+        assert told == [("workerpool0-0", proc.pid, True)] and p.restarted == ["workerpool0-0"]
+        clock.now = 3.5
+        assert not p.tick({"workerpool0-0": proc.pid})  # SIGKILL after the grace, but the job goes on
+        assert proc.wait(10) == -9
+        assert p.preempted is None and not p.tick({"workerpool0-0": proc.pid + 1})  # the restarted one
+    finally:
+        proc.kill()
+        proc.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -96,3 +97,72 @@ def test_a_bad_fault_plan_names_the_file_and_entry(workdir: Path, tmp_path: Path
     assert "entry 1" in result.stderr and "stockout" in result.stderr
     assert "Traceback" not in result.stderr
     assert not any(record.iterdir())
+
+
+# The replica's first run waits to be stopped (on SIGTERM it exits 0, as one that checkpoints does); its
+# next run, the restarted replica's, succeeds. The marker is in its own folder, kept across restarts.
+RESTARTED = """\
+import os, signal, sys, time
+if not os.path.exists("ran-once"):
+    open("ran-once", "w").write("x")
+    signal.signal(signal.SIGTERM, lambda *_: (print("got SIGTERM", flush=True), sys.exit(0)))
+    print("first run", flush=True)
+    time.sleep(60)
+print("second run", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "- kind: preempt\n  outcome: worker_restarts\n  after: 0.5s\n  grace: 5s\n",
+        "- kind: maintenance\n  after: 0.5s\n  grace: 5s\n",
+    ],
+    ids=["preempt-worker-restarts", "maintenance"],
+)
+def test_a_restarting_fault_restarts_the_replica_and_the_run_succeeds(
+    workdir: Path, tmp_path: Path, plan: str
+) -> None:
+    script = tmp_path / "restarted.py"
+    script.write_text(RESTARTED)
+    template = tmp_path / "job.yaml"
+    doc = {
+        "display_name": "restart-test",
+        "project": "my-project",
+        "location": "us-central1",
+        "staging_bucket": "gs://my-bucket/staging",
+        "trainer": {"script": str(script)},
+        "replica_count": 1,
+    }
+    template.write_text(yaml.safe_dump(doc))
+    faults = tmp_path / "faults.yaml"
+    faults.write_text(plan)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vertexdist",
+            "local-run",
+            str(template),
+            "--fault-plan",
+            str(faults),
+            "--json",
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    summary = lines[-1]
+    assert summary["state"] == "JOB_STATE_SUCCEEDED" and summary["restarts"] == 0, summary
+    assert {r["name"]: r["restarts"] for r in summary["replicas"]} == {"workerpool0-0": 1}
+    messages = [e.get("message", "") for e in lines if e.get("event") == "job"]
+    assert any(
+        m.startswith("restarting workerpool0-0 (1/5): The replica workerpool0-0 was") for m in messages
+    )
+    log = Path(summary["replicas"][0]["log"]).read_text()
+    assert (
+        log.index("got SIGTERM") < log.index("replica restart workerpool0-0 (1/5)") < log.index("second run")
+    )

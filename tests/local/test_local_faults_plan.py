@@ -1,10 +1,7 @@
-"""`LocalFaults` before a local job is made: the Flex-start wait, and the plans local-run refuses."""
+"""`LocalFaults` before a local job is made: the Flex-start wait, and the plans it takes."""
 
 from __future__ import annotations
 
-import pytest
-
-from vertexdist.errors import UsageError
 from vertexdist.jobs.local_faults import LocalFaults
 from vertexdist.spec.fault_plan import parse_fault_plan
 
@@ -41,7 +38,6 @@ def test_flex_wait_leaves_a_standard_job_alone() -> None:
     assert waited == []
 
 
-def test_a_plan_with_worker_restarts_is_refused_naming_the_entry() -> None:
-    plan = parse_fault_plan("- kind: quota\n- kind: preempt\n  outcome: worker_restarts\n", "f.yaml")
-    with pytest.raises(UsageError, match=r"f.yaml: entry 1 \(preempt\)"):
-        LocalFaults(plan)
+def test_a_plan_with_worker_restarts_and_maintenance_is_taken() -> None:
+    plan = parse_fault_plan("- kind: maintenance\n- kind: preempt\n  outcome: worker_restarts\n", "f.yaml")
+    assert LocalFaults(plan).capacity.plan is plan

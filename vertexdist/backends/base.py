@@ -75,7 +75,8 @@ class ReplicaStatus:
     log_path: Path
     pid: int | None = None
     exit_code: int | None = None
-    attempt: int = 0
+    attempt: int = 0  # the job's attempt (0, then 1.. after whole-job restarts)
+    restarts: int = 0  # times this replica was restarted on its own, in every attempt together
 
 
 @dataclass(frozen=True)

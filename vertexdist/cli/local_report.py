@@ -22,6 +22,11 @@ def print_plan(plan_dict: dict[str, Any], as_json: bool) -> None:
     typer.echo(f"job {plan_dict['job_id']}  run folder {plan_dict['run_dir']}")
     timeout = "none" if plan_dict["timeout_s"] is None else f"{plan_dict['timeout_s']:g}s"
     typer.echo(f"timeout {timeout}  job restarts allowed: {plan_dict['max_restarts']}")
+    if plan_dict.get("replica_restarts"):
+        typer.echo(
+            f"a replica with a restartable exit: restarted up to {plan_dict['replica_restarts']} times,"
+            f" then the job retried up to {plan_dict.get('job_retries', 0)} times"
+        )
     for replica in plan_dict["replicas"]:
         typer.echo(f"\n{replica['name']}  ({replica['kind']}, {replica['address']})")
         typer.echo(f"  argv: {shlex.join(replica['argv']) if replica['kind'] != 'standin' else '<stand-in>'}")
@@ -58,6 +63,9 @@ def summary_lines(
     ]
     if outputs:
         lines.append(f"outputs: {outputs}")
+    restarted = [f"{r.name} ({r.restarts})" for r in result.replicas if r.restarts]
+    if restarted:  # Vertex's restart rules restarted these on their own (docs/reference/vertex.md §8.1)
+        lines.append(f"replicas restarted: {', '.join(restarted)}")
     error = result.error
     if result.state is JobState.SUCCEEDED:
         lines.append(f"logs: {run_dir / 'logs'}")

@@ -30,6 +30,7 @@ def _event_dict(job_id: str, event: JobEvent) -> dict[str, Any]:
             "pid": r.pid,
             "exit_code": r.exit_code,
             "attempt": r.attempt,
+            "restarts": r.restarts,
         }
     out: dict[str, Any] = {
         "event": "job",

@@ -55,6 +55,11 @@ class _LocalRunning:
     def pids(self) -> list[int]:
         return sorted(r.pid for r in self._job.replicas() if r.pid is not None)
 
+    def stopped_by_platform(self, name: str, pid: int, why: str) -> bool:
+        """The platform is stopping this replica (a fault plan's maintenance or worker_restarts): the
+        runner restarts it however it exits (`LocalJob.stopped_by_platform`)."""
+        return self._job.stopped_by_platform(name, pid, why)
+
     def replica_pids(self) -> dict[str, int]:
         """Replica name -> pid of its process group, for the replicas running now."""
         return {

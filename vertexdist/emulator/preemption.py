@@ -1,9 +1,14 @@
-"""Carries out the preemptions armed against one running job: SIGTERM to the replica's process group
-`after` it started, SIGKILL once `grace` has passed, as Compute Engine reclaims a Spot VM
+"""Carries out the preemptions and maintenance events armed against one running job: SIGTERM to the
+replica's process group `after` it started, SIGKILL once `grace` has passed, as Compute Engine stops a VM
 (docs/reference/vertex.md §8.2).
 
-`tick` is called by the emulator's supervisor on each poll; it reads the replicas' pids from the running
-job (`replica_pids`, replica name -> pid of its process group's leader).
+A fault that restarts the replica (maintenance, a preemption with `outcome: worker_restarts`) first tells
+the job that the platform is stopping it (`stop_notice`: `LocalJob.stopped_by_platform`), so the runner
+restarts it rather than failing the job (§8.1); it never makes `preempted` or `tick`'s True, which are the
+job's failure.
+
+`tick` is called by the emulator's supervisor on each poll (and by local-run's fault thread); it reads the
+replicas' pids from the running job (`replica_pids`, replica name -> pid of its process group's leader).
 """
 
 from __future__ import annotations
@@ -16,6 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from vertexdist.emulator.capacity import ReplicaFault
+
+# Told before a restarting fault's SIGTERM: (replica, its group leader's pid, why: "was stopped by ...").
+StopNotice = Callable[[str, int, str], object]
+
+WHY = {
+    "maintenance": "was stopped by a maintenance event (fault plan)",
+    "preempt": "was preempted: Compute Engine reclaimed its Spot VM (fault plan, outcome worker_restarts)",
+}
 
 
 @dataclass
@@ -30,19 +43,27 @@ class _Armed:
 class Preemptions:
     """The preemptions of one job; `preempted` names the first replica signalled (the job's failure)."""
 
-    def __init__(self, faults: list[ReplicaFault], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        faults: list[ReplicaFault],
+        clock: Callable[[], float] = time.monotonic,
+        stop_notice: StopNotice | None = None,
+    ) -> None:
         self._armed = [_Armed(f) for f in faults]
         self._clock = clock
-        self.preempted: str | None = None  # set when its SIGTERM is sent
+        self._stop_notice = stop_notice
+        self.preempted: str | None = None  # a job_fails fault's replica, set when its SIGTERM is sent
+        self.restarted: list[str] = []  # the replicas a restarting fault stopped, in order
         self.stopping = False  # the job is being stopped after the reclaim
 
     def tick(self, replica_pids: dict[str, int]) -> bool:
-        """Signal what is due; True once a replica has been reclaimed (SIGKILL sent or it is gone)."""
+        """Signal what is due; True once a job_fails fault's replica has been reclaimed (SIGKILL sent or it
+        is gone): the job is to be stopped then. A restarting fault's replica is left to the runner."""
         now = self._clock()
         done = False
         for armed in self._armed:
             if armed.killed:
-                done = True
+                done = done or not armed.fault.restarts
                 continue
             pid = replica_pids.get(armed.fault.replica)
             if armed.term_at is None:
@@ -53,15 +74,21 @@ class Preemptions:
                 if now - armed.seen_at >= armed.fault.after_s:
                     armed.pid = pid
                     armed.term_at = now
+                    if armed.fault.restarts:
+                        why = WHY.get(armed.fault.kind, WHY["preempt"])
+                        if self._stop_notice is not None:
+                            self._stop_notice(armed.fault.replica, pid, why)
+                        self.restarted.append(armed.fault.replica)
+                    else:
+                        self.preempted = self.preempted or armed.fault.replica
                     _signal(pid, signal.SIGTERM)
-                    self.preempted = self.preempted or armed.fault.replica
                 continue
             gone = armed.pid is not None and replica_pids.get(armed.fault.replica) != armed.pid
             if gone or now - armed.term_at >= armed.fault.grace_s:
                 if not gone and armed.pid is not None:
                     _signal(armed.pid, signal.SIGKILL)
                 armed.killed = True
-                done = True
+                done = done or not armed.fault.restarts
         return done
 
 

@@ -387,7 +387,9 @@ class EmulatorService:
         with self._lock:
             self._running[job_name] = handle
             if armed:
-                self._preemptions[job_name] = Preemptions(armed)
+                # A restarting fault tells the job first, so its runner restarts the replica (§8.1).
+                notice = getattr(handle, "stopped_by_platform", None)
+                self._preemptions[job_name] = Preemptions(armed, stop_notice=notice)
         current = self.store.get(job_name)
         if current is not None and current["state"] == "JOB_STATE_CANCELLING":
             handle.cancel()

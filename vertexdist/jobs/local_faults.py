@@ -9,9 +9,10 @@ managed controller reads both the same way:
 - flex_wait (a FLEX_START template): the run waits `wait` before its replicas start, or fails with the
   max_wait_duration error once that has passed;
 - preempt (outcome job_fails): `after` the replica started, SIGTERM to its process group, SIGKILL after
-  `grace`; the job then fails with the preemption error, whatever the replicas' exits said.
-
-Maintenance and `outcome: worker_restarts` are refused as the emulator refuses them (`not_emulated`).
+  `grace`; the job then fails with the preemption error, whatever the replicas' exits said;
+- preempt with `outcome: worker_restarts`, and maintenance: the same signals, but the job is told first
+  that the platform stops the replica (`LocalJob.stopped_by_platform`), so the runner restarts it and the
+  job goes on (docs/reference/vertex.md §8.1).
 A plan's `times` counts the jobs of one process: one `local-run` is one job.
 """
 
@@ -90,7 +91,7 @@ class LocalFaults:
             return
         armed = self.capacity.replica_faults(name, spec)
         if armed:
-            preemptions = Preemptions(armed)
+            preemptions = Preemptions(armed, stop_notice=job.stopped_by_platform)
             threading.Thread(
                 target=_preempt, args=(job, preemptions), name="local-preempt", daemon=True
             ).start()
@@ -101,9 +102,9 @@ def _running_pids(job: LocalJob) -> dict[str, int]:
 
 
 def _preempt(job: LocalJob, preemptions: Preemptions) -> None:
-    """SIGTERM and SIGKILL as due; the job fails with the preemption error from the SIGTERM on (a replica
-    that checkpoints and exits 0 in the grace does not make it a success), and is stopped once the
-    replica is reclaimed."""
+    """SIGTERM and SIGKILL as due; for a job_fails preemption the job fails with the preemption error from
+    the SIGTERM on (a replica that checkpoints and exits 0 in the grace does not make it a success), and is
+    stopped once the replica is reclaimed; a restarting fault's replica is restarted by the runner."""
     while not job.done:
         reclaimed = preemptions.tick(_running_pids(job))
         if preemptions.preempted is not None:

@@ -29,6 +29,8 @@ LOST_PEER = (
 TAIL = 5
 # The line the runner writes into every replica's log before a restarted attempt's output.
 RESTART_MARK = "----- vertexdist: job restart"
+# ... and into one replica's log before its output once it was restarted on its own (`local.exits`).
+REPLICA_RESTART_MARK = "----- vertexdist: replica restart"
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class Failure:
 
 def lost_a_peer(lines: Sequence[str]) -> bool:
     """Whether the last lines of a replica's log (this attempt's) say it failed because another went away."""
-    marks = [i for i, line in enumerate(lines) if line.startswith(RESTART_MARK)]
+    marks = [i for i, line in enumerate(lines) if line.startswith((RESTART_MARK, REPLICA_RESTART_MARK))]
     attempt = lines[marks[-1] + 1 :] if marks else lines
     tail = [line.lower() for line in attempt if line.strip()][-TAIL:]
     return any(marker in line for line in tail for marker in LOST_PEER)

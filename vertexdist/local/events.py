@@ -41,6 +41,8 @@ def event_line(event: JobEvent) -> str:
         record |= {"replica": replica.name, "replica_state": replica.state.value, "attempt": replica.attempt}
         if replica.exit_code is not None:
             record["exit_code"] = replica.exit_code
+        if replica.restarts:
+            record["restarts"] = replica.restarts
     message = event.message or (event.error.message if event.error is not None else "")
     if message:
         record["message"] = message

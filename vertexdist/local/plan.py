@@ -25,6 +25,9 @@ from vertexdist.render import mask_secrets
 from vertexdist.wire.job_spec import JobSpec, JobSpecError, PoolSpec
 
 DEFAULT_MAX_RESTARTS = 3
+# Vertex's restart rules (docs/reference/vertex.md §8.1): a worker whose exit is not permanent is restarted
+# in place up to this many times; past that the whole job is retried, up to DEFAULT_MAX_RESTARTS times.
+MAX_REPLICA_RESTARTS = 5
 
 ReplicaKind = Literal["trainer", "container", "standin"]
 # How replicas reach each other: `loopback` gives each a free 127.0.0.1 port (processes on this host);
@@ -90,10 +93,15 @@ class LaunchPlan:
     run_dir: Path
     replicas: tuple[ReplicaLaunch, ...]
     timeout_s: float | None
+    # restartJobOnWorkerRestart: the whole job is restarted, up to this many times, when any replica fails.
     max_restarts: int
     # The job's gs:// folder, which its replicas see at /gcs (`gcs_mount`); None where the launcher binds it
     # itself (`--docker` and the emulator's containers mount it into each container).
     gcs_root: Path | None = None
+    # Otherwise (`local.exits`): a replica whose exit is not permanent is restarted alone, up to
+    # `replica_restarts` times in one attempt, then the whole job is retried up to `job_retries` times.
+    replica_restarts: int = 0
+    job_retries: int = 0
 
     def replica(self, name: str) -> ReplicaLaunch:
         return next(r for r in self.replicas if r.name == name)
@@ -105,6 +113,8 @@ class LaunchPlan:
             "run_dir": str(self.run_dir),
             "timeout_s": self.timeout_s,
             "max_restarts": self.max_restarts,
+            "replica_restarts": self.replica_restarts,
+            "job_retries": self.job_retries,
             "replicas": [
                 {
                     "name": r.name,
@@ -180,12 +190,15 @@ def build_plan(
                 address=address,
             )
         )
-    restarts = max_restarts if job.restart_job_on_worker_restart and not job.disable_retries else 0
+    whole_job = job.restart_job_on_worker_restart and not job.disable_retries
+    in_place = not job.restart_job_on_worker_restart and not job.disable_retries
     return LaunchPlan(
         job_id=ctx.job_id,
         run_dir=run_dir,
         replicas=tuple(launches),
         timeout_s=job.timeout_s,
-        max_restarts=restarts,
+        max_restarts=max_restarts if whole_job else 0,
         gcs_root=Path(ctx.gcs_root),
+        replica_restarts=MAX_REPLICA_RESTARTS if in_place else 0,
+        job_retries=max_restarts if in_place else 0,
     )

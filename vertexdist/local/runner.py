@@ -7,6 +7,11 @@
   get `settle_s` to exit after the chief, then are stopped. The first replica that fails fails the job and
   every other replica is stopped. With `restartJobOnWorkerRestart` the whole job is
   restarted instead, up to `max_restarts` times, with the same cluster (as Vertex keeps host names).
+- Otherwise Vertex's restart rules (docs/reference/vertex.md §8.1): a replica whose exit is not permanent
+  (`local.exits`: the platform stopped it, or it exited 75) is restarted alone, with the same name, address,
+  environment and log file (a marker line between its runs), up to `replica_restarts` times; the replicas
+  that failed with it because they only lost that peer are restarted with it. One more such failure
+  retries the whole job, up to `job_retries` times. A permanent exit fails the job at once, as before.
 - Each replica's stdout and stderr go to its one log file: stdout directly, stderr through a `LogCapture`,
   which notes which bytes are whose and when (Vertex logs stderr as ERROR; `local.log_capture`).
 - Blame: a failure usually takes its peers down within milliseconds (gloo's "Connection closed by peer"),
@@ -51,8 +56,16 @@ from vertexdist.backends.base import (
 )
 from vertexdist.errors import VertexdistError
 from vertexdist.local import gcs_mount
-from vertexdist.local.blame import RESTART_MARK, Failure, first_failure, needs_cause
+from vertexdist.local.blame import (
+    REPLICA_RESTART_MARK,
+    RESTART_MARK,
+    Failure,
+    first_failure,
+    lost_a_peer,
+    needs_cause,
+)
 from vertexdist.local.environment import child_environment
+from vertexdist.local.exits import Exit, decide
 from vertexdist.local.log_capture import LogCapture
 from vertexdist.local.plan import TMP_DIR, LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
@@ -130,6 +143,18 @@ class _Running:
     exit_code: int | None = None
     pgid: int | None = None
     exited_at: float | None = None  # time.monotonic() where the exit was reaped
+    stopped_by_platform: str = ""  # why the platform stopped it (`LocalJob.stopped_by_platform`), if it did
+
+    @property
+    def failed(self) -> bool:
+        """Whether it ended as a failure: non-zero, or stopped by the platform (whatever its exit)."""
+        return self.done and ((self.exit_code or 0) != 0 or bool(self.stopped_by_platform))
+
+    def error(self) -> JobError:
+        code = self.exit_code or 0
+        how = self.stopped_by_platform or describe_exit(code)
+        message = f"The replica {self.launch.name} {how}."
+        return JobError(CODE_INVALID_ARGUMENT, message, replica=self.launch.name, exit_code=code)
 
 
 @dataclass
@@ -225,6 +250,8 @@ class LocalJob:
         self._error: JobError | None = None
         self._replicas: dict[str, ReplicaStatus] = {}
         self._restarts = 0
+        self._replica_restarts: dict[str, int] = {}  # each replica's restarts on its own, all attempts
+        self._platform_hit = False  # the platform stopped a replica in this attempt
         self._started_at = 0.0
         self._ended_at: float | None = None
         self._thread: threading.Thread | None = None
@@ -287,6 +314,19 @@ class LocalJob:
             self._imposed = self._imposed or error
         if stop:
             self._cancel.set()
+
+    def stopped_by_platform(self, name: str, pid: int, why: str) -> bool:
+        """The platform is about to stop replica `name` (the process group `pid` leads): a maintenance event,
+        a Spot VM reclaimed with `outcome: worker_restarts` (`emulator.preemption`, which then sends SIGTERM,
+        and SIGKILL after the grace). However it exits, it is restarted as Vertex restarts it (`local.exits`);
+        `why` completes "The replica NAME ..." in the job's messages. False if that process is not running."""
+        with self._lock:
+            run = self._live.get(name)
+            if run is None or run.done or run.proc is None or run.proc.pid != pid:
+                return False
+            run.stopped_by_platform = why
+            self._platform_hit = True
+        return True
 
     def wait(self, timeout: float | None = None) -> JobResult | None:
         """The result once the job is done; None if `timeout` passes first."""
@@ -395,16 +435,19 @@ class LocalJob:
             if replica.stop_argv:
                 self._watchdog.add_stop_command(replica.stop_argv)
         attempt = 0
+        # restartJobOnWorkerRestart restarts the job on any failure; else a replica's restarts spent retry it.
+        whole_job = plan.max_restarts > 0
+        limit = plan.max_restarts if whole_job else plan.job_retries
+        verb = "restarting" if whole_job else "retrying"
         while True:
             outcome = self._run_attempt(plan, attempt, deadline)
-            if outcome.retryable and attempt < plan.max_restarts and not self._cancel.is_set():
+            if outcome.retryable and attempt < limit and not self._cancel.is_set():
                 attempt += 1
                 with self._lock:
                     self._restarts = attempt
                 assert outcome.error is not None
                 self._set_job(
-                    JobState.RUNNING,
-                    message=f"restarting the job ({attempt}/{plan.max_restarts}): {outcome.error.message}",
+                    JobState.RUNNING, message=f"{verb} the job ({attempt}/{limit}): {outcome.error.message}"
                 )
                 continue
             self._set_job(outcome.state, error=outcome.error)
@@ -433,14 +476,16 @@ class LocalJob:
             return tuple(launch.argv), gcs_mount.guard_env(env, self._gcs_problem)
         return tuple(launch.argv), env
 
-    def _start_replica(self, launch: ReplicaLaunch, attempt: int, events: queue.Queue[str]) -> _Running:
+    def _start_replica(
+        self, launch: ReplicaLaunch, attempt: int, events: queue.Queue[str], note: str = ""
+    ) -> _Running:
         assert self._watchdog is not None
         argv, replica_env = self._replica_command(launch)
         env = child_environment(self._base_env, replica_env)
         with open(open_private(launch.log_path, os.O_WRONLY | os.O_APPEND), "ab") as log:
             capture = LogCapture(launch.log_path)  # stderr told apart from stdout: see local.log_capture
-            if attempt:
-                capture.note(f"{RESTART_MARK} {attempt} -----")
+            if note or attempt:
+                capture.note(note or f"{RESTART_MARK} {attempt} -----")
             try:
                 proc = self._spawner(argv, env, launch.cwd, log, capture.stderr)
             except OSError as exc:
@@ -467,7 +512,10 @@ class LocalJob:
     def _run_attempt(self, plan: LaunchPlan, attempt: int, deadline: float | None) -> _Outcome:
         events: queue.Queue[str] = queue.Queue()
         running: dict[str, _Running] = {}
-        self._live, self._live_events = running, events
+        with self._lock:
+            self._live, self._live_events = running, events
+            self._platform_hit = False
+        restarts: dict[str, int] = {}  # this attempt's restarts of each replica on its own
         for launch in plan.replicas:
             run = self._start_replica(launch, attempt, events)
             running[launch.name] = run
@@ -510,26 +558,100 @@ class LocalJob:
                 continue
             run = running[name]
             self._record_exit(run)
-            code = run.exit_code or 0
-            if code != 0:
-                first = self._first_failure(running, events)
-                first_code = first.exit_code or 0
-                message = f"The replica {first.launch.name} {describe_exit(first_code)}."
-                error = JobError(
-                    CODE_INVALID_ARGUMENT, message, replica=first.launch.name, exit_code=first_code
-                )
-                outcome = _Outcome(JobState.FAILED, error, retryable=True)
-                break
-            pending.discard(name)
+            if run.failed:
+                first = run if run.stopped_by_platform else self._first_failure(running, events)
+                outcome = self._after_failure(plan, attempt, first, running, events, restarts)
+                if outcome is not None:
+                    break
+            # Every success so far, those the failure's window read included.
+            for done in [n for n in pending if running[n].done and not running[n].failed]:
+                pending.discard(done)
+                if running[done].launch.pool == 0 and settle_until is None:
+                    settle_until = time.monotonic() + self._settle_s
             if not pending:
                 outcome = _Outcome(JobState.SUCCEEDED)
-            elif running[name].launch.pool == 0:
-                settle_until = time.monotonic() + self._settle_s
         self._stop_all(running, events)
         self._live = {}
         if self._imposed is not None:  # whatever the replicas' exits said (impose_failure)
             return _Outcome(JobState.FAILED, self._imposed)
         return outcome
+
+    def _after_failure(
+        self,
+        plan: LaunchPlan,
+        attempt: int,
+        first: _Running,
+        running: dict[str, _Running],
+        events: queue.Queue[str],
+        restarts: dict[str, int],
+    ) -> _Outcome | None:
+        """Vertex's restart rules once `first` (the failure to name) and maybe others failed: the attempt's
+        outcome, or None once every failed replica was restarted in place (docs/reference/vertex.md §8.1)."""
+        if plan.max_restarts:  # restartJobOnWorkerRestart: any failure restarts every replica
+            return _Outcome(JobState.FAILED, first.error(), retryable=True)
+        failed = sorted((r for r in running.values() if r.failed), key=lambda r: r.exited_at or 0.0)
+        exits = [
+            Exit(
+                r.launch.name,
+                r.exit_code or 0,
+                stopped_by_platform=bool(r.stopped_by_platform),
+                lost_peer=lost_a_peer(last_lines(r.launch.log_path)),
+            )
+            for r in failed
+        ]
+        decision = decide(
+            exits,
+            first.launch.name,
+            restarts=restarts,
+            limit=plan.replica_restarts,
+            peer_restarted=self._platform_hit or bool(restarts),
+        )
+        error = running[decision.blame].error()
+        if decision.action == "fail":
+            return _Outcome(JobState.FAILED, error)
+        if decision.action == "retry_job":
+            message = f"{error.message[:-1]}, after {plan.replica_restarts} restarts."
+            return _Outcome(JobState.FAILED, replace(error, message=message), retryable=True)
+        for name in decision.restart:
+            run = running[name]
+            restarts[name] = count = restarts.get(name, 0) + 1
+            what = f"{name} ({count}/{plan.replica_restarts})"
+            self._set_job(JobState.RUNNING, message=f"restarting {what}: {run.error().message}")
+            self._restart_in_place(run, attempt, what, events)
+        return None
+
+    def _restart_in_place(self, run: _Running, attempt: int, what: str, events: queue.Queue[str]) -> None:
+        """Start one replica again as Vertex does on the same VM: what is left of its process group is
+        stopped first (SIGTERM, the grace, SIGKILL; its stop command), then the same launch runs again."""
+        name = run.launch.name
+        self._stop_group(run)
+        new = self._start_replica(run.launch, attempt, events, note=f"{REPLICA_RESTART_MARK} {what} -----")
+        with self._lock:
+            self._live[name] = new
+            self._replica_restarts[name] = total = self._replica_restarts.get(name, 0) + 1
+        pid = new.proc.pid if new.proc else None
+        self._set_replica(
+            name, state=ReplicaState.RUNNING, pid=pid, exit_code=None, attempt=attempt, restarts=total
+        )
+
+    def _stop_group(self, run: _Running) -> None:
+        """Stop what is left of one replica's process group (its leader has exited); forget the group."""
+        pgid = run.pgid
+        if pgid is not None:
+            _signal_group(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + self._grace_s
+            killed = False
+            while _group_alive(pgid):
+                if time.monotonic() >= deadline:
+                    if killed:
+                        break  # unkillable (D state)
+                    _signal_group(pgid, signal.SIGKILL)
+                    killed, deadline = True, time.monotonic() + self._grace_s
+                time.sleep(0.02)
+            if self._watchdog is not None:
+                self._watchdog.remove_group(pgid)
+        if run.launch.stop_argv:
+            _run_stop_command(run.launch)
 
     def _first_failure(self, running: dict[str, _Running], events: queue.Queue[str]) -> _Running:
         """Once a replica failed: the exits of that moment recorded as they were, and the one to name.
@@ -543,7 +665,7 @@ class LocalJob:
 
         def seen() -> list[Failure]:
             for run in running.values():
-                if run.done and (run.exit_code or 0) != 0 and run.launch.name not in failures:
+                if run.failed and run.launch.name not in failures:
                     name = run.launch.name
                     exited = run.exited_at if run.exited_at is not None else time.monotonic()
                     failures[name] = Failure(name, exited, last_lines(run.launch.log_path))
@@ -568,7 +690,7 @@ class LocalJob:
             run.exit_code = run.proc.returncode
         run.done = True
         code = run.exit_code or 0
-        if run.stopped_by_job:
+        if run.stopped_by_job or run.stopped_by_platform:
             state = ReplicaState.STOPPED
         else:
             state = ReplicaState.SUCCEEDED if code == 0 else ReplicaState.FAILED

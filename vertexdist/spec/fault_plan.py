@@ -5,7 +5,8 @@ A fault plan is a YAML list; each entry has a `kind` and that kind's fields:
 - `preempt`: a Spot VM reclaimed: SIGTERM to `replica`, SIGKILL after `grace`, `after` it started.
 - `stockout`: the job fails the way Vertex fails it when the region has no capacity.
 - `quota`: the create call answers 429 RESOURCE_EXHAUSTED.
-- `maintenance`: Vertex restarts `replica` on another VM with the same hostname, `after` it started.
+- `maintenance`: Vertex restarts `replica` on another VM with the same hostname, `after` it started
+  (SIGTERM, SIGKILL after `grace`).
 - `flex_wait`: a FLEX_START job waits `wait` for capacity (`never`: past its max_wait_duration).
 
 Each applies to the first `times` jobs it matches. Pure: reading the file is the only I/O. Bad input is one
@@ -92,9 +93,15 @@ class PreemptFault(_ReplicaFault):
 
 
 class MaintenanceFault(_ReplicaFault):
-    """Vertex restarts the replica on another VM with the same hostname."""
+    """Vertex restarts the replica on another VM with the same hostname: SIGTERM, SIGKILL after `grace`."""
 
     kind: Literal["maintenance"] = "maintenance"
+    grace: float = Field(default=GCE_PREEMPTION_GRACE_S, description="SIGTERM to SIGKILL (GCE: 30 s).")
+
+    @field_validator("grace", mode="before")
+    @classmethod
+    def _grace(cls, value: object) -> float:
+        return _duration(value)
 
 
 class StockoutFault(_Fault):

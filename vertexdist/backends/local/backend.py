@@ -129,6 +129,7 @@ def summary_of(
                 "state": r.state.value,
                 "pid": r.pid,
                 "exit_code": r.exit_code,
+                "restarts": r.restarts,  # restarted on its own (Vertex's restart rules: local.exits)
                 "log": str(r.log_path),
             }
             for r in result.replicas
