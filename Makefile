@@ -34,7 +34,7 @@ browser:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 unit: venv browser
-	NO_GCE_CHECK=true $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+	NO_GCE_CHECK=true $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
 # The docs site (mkdocs.yml, docs/): strict, so a broken link, anchor or nav entry fails; built into site/.
 docs: venv

@@ -286,6 +286,7 @@ def test_the_shipped_launcher_needs_only_the_standard_library() -> None:
     # torch only in the torchrun mode, ray only in the ray mode's GCS client: on replicas that have them.
     allowed = {
         "vertexdist/shipped/vertexdist_launcher/torchrun.py": ("torch",),
+        "vertexdist/shipped/vertexdist_launcher/worker_fork.py": ("torch",),  # torchrun's worker handler
         "vertexdist/shipped/vertexdist_launcher/ray_gcs.py": ("ray",),
     }
     foreign = []

@@ -62,6 +62,17 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
         emu.stop()
 
 
+@pytest.fixture(scope="session")
+def warm_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """One `--warm 2` emulator for the session (its pool imports torch once), for the warm variants."""
+    emu = Emulator(data_dir=tmp_path_factory.mktemp("warm-emulator"), hold_get_s=5.0, warm=2)
+    emu.start()
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
 @pytest.fixture
 def emu(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
     """The session emulator with no faults armed, and the environment pointing clients at it."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,37 @@ from vertexdist.render import with_job_folder
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SLEEPER = "import time\ntime.sleep(60)\n"
+# The submit contract's fast subset also runs against a `--warm 2` emulator (docs/speed.md: cold and warm).
+WARM_TOO = {
+    "test_submit_sends_exactly_the_dry_run_request",
+    "test_a_failed_submit_shows_the_replicas_last_lines_as_vertex_does",
+    "test_job_commands_report_state_and_exit_codes",
+}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "emu" in metafunc.fixturenames:
+        modes = ["cold", "warm"] if metafunc.function.__name__ in WARM_TOO else ["cold"]
+        metafunc.parametrize("emu", modes, indirect=True)
+
+
+@pytest.fixture
+def emu(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
+    """The session's emulator (cold), or its `--warm 2` one, whose replicas must all be forked warm."""
+    server: Emulator = request.getfixturevalue("emulator" if request.param == "cold" else "warm_emulator")
+    server.faults.clear()
+    server.service.hold_get_s = 5.0
+    monkeypatch.setenv("VERTEX_API_ENDPOINT", server.vertex_endpoint)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.storage_endpoint)
+    assert server.data_dir is not None
+    before = set(server.data_dir.glob("jobs/*/logs/*.log"))
+    yield server
+    server.faults.clear()
+    if request.param == "warm":
+        logs = set(server.data_dir.glob("jobs/*/logs/*.log")) - before
+        assert logs, "no replica ran on the warm emulator"
+        for log in logs:
+            assert "starting this replica cold" not in log.read_text(), log.read_text()[-500:]
 
 
 def differences(sent: Any, got: Any, path: str = "") -> list[str]:

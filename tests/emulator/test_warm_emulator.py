@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +42,6 @@ if name == "workerpool0-0":
 else:
     sys.exit(3)
 """
-
-
-@pytest.fixture(scope="module")
-def warm_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    emu = Emulator(data_dir=tmp_path_factory.mktemp("warm-emulator"), hold_get_s=5.0, warm=2)
-    emu.start()
-    try:
-        yield emu
-    finally:
-        emu.stop()
 
 
 def _submit(cli: Any, emu: Emulator, path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:

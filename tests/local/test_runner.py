@@ -1,7 +1,16 @@
-"""The runner with real processes: Vertex's job semantics, stopping whole process groups, no orphans."""
+"""The runner with real processes: Vertex's job semantics, stopping whole process groups, no orphans.
+
+These are the runner's contract tests, and each runs twice (`replica_start`): cold, as the emulator starts a
+job (`start_job`), and warm, as `local-run --warm` does (its request's replicas on this host, forked from a
+warm pool, `vertexdist.local.warm_pool`). The slow timeout test and four of the five killed-worker runs are
+cold only (docs/speed.md: the contract tests' time, cold and warm).
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +21,109 @@ from vertexdist.local.runner import CODE_CANCELLED, CODE_DEADLINE_EXCEEDED
 
 pytestmark = pytest.mark.integration
 CTX = JobContext(job_id="t", project="my-project", region="us-central1", gcs_root="/unused")
+COLD_ONLY = {
+    "test_timeout_fails_the_job_and_sigkills_what_ignores_sigterm",  # 6 s; the timeout is the runner's own
+    "test_a_spec_that_cannot_run_fails_the_job_with_the_reason",  # it never starts a replica
+}
+# Why a warm job's replica may still start cold: a `-c` stand-in (the reduction server's), a missing program.
+EXPECTED_COLD = ("is not -m MODULE or a script", "is not the pool's interpreter")
+NEVER_FORKED = {"test_a_command_that_does_not_exist_fails_the_job"}
+_WARM: dict[str, Any] = {}  # while a warm variant runs: its spawner, and the jobs it started
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "replica_start" in metafunc.fixturenames:
+        modes = ["cold"] if metafunc.function.__name__ in COLD_ONLY else ["cold", "warm"]
+        metafunc.parametrize("replica_start", modes, indirect=True)
+
+
+@pytest.fixture(scope="module")
+def warm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One warm pool for the module's warm variants (it imports torch once), stopped at the end."""
+    from vertexdist.local.warm_pool import start_pool
+
+    path = tmp_path_factory.mktemp("pool") / "pool.sock"
+    pid = start_pool(path, idle_s=300)
+    yield path
+    os.kill(pid, signal.SIGTERM)
+
+
+@pytest.fixture(autouse=True)
+def replica_start(request: pytest.FixtureRequest) -> Iterator[str]:
+    """cold: `start_job`; warm: local-run's path with a warm pool, every replica that can be forked forked."""
+    if request.param == "cold":
+        yield "cold"
+        return
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("run", 0):
+        pytest.skip("one warm run of the five is enough")
+    from vertexdist.local.warm_pool import WarmProcess, WarmSpawner
+
+    spawner = WarmSpawner(request.getfixturevalue("warm_pool"), idle_s=300)
+    forked: list[int] = []
+
+    def spawn(*args: Any) -> Any:
+        proc = spawner(*args)
+        if isinstance(proc, WarmProcess):
+            forked.append(proc.pid)
+        return proc
+
+    _WARM.update(spawner=spawn, jobs=[])
+    try:
+        yield "warm"
+        # Restarts too: every replica start goes through the spawner.
+        assert forked or request.node.function.__name__ in NEVER_FORKED, "no replica was forked warm"
+        for job in _WARM["jobs"]:
+            for name, log in job.log_paths().items():
+                text = log.read_text() if log.is_file() else ""
+                for line in (x for x in text.splitlines() if "starting this replica cold" in x):
+                    assert any(why in line for why in EXPECTED_COLD), (name, line)
+    finally:
+        _WARM.clear()
 
 
 def _no_packages(uri: str) -> Path:
     raise AssertionError(f"no package expected, asked for {uri}")
 
 
-def _start(spec: dict[str, Any], run_dir: Path, **kwargs: Any) -> Any:
-    ctx = JobContext(**{**CTX.__dict__, "gcs_root": str(run_dir / "gcs")})
-    return start_job(spec, ctx, run_dir=run_dir, fetch_package=_no_packages, grace_s=2.0, **kwargs)
+def _start(
+    spec: dict[str, Any],
+    run_dir: Path,
+    *,
+    ctx: JobContext | None = None,
+    fetch_package: Any = _no_packages,
+    cache_dir: Path | None = None,
+    grace_s: float = 2.0,
+    **kwargs: Any,
+) -> Any:
+    ctx = ctx or JobContext(**{**CTX.__dict__, "gcs_root": str(run_dir / "gcs")})
+    if not _WARM:
+        return start_job(
+            spec,
+            ctx,
+            run_dir=run_dir,
+            fetch_package=fetch_package,
+            cache_dir=cache_dir,
+            grace_s=grace_s,
+            **kwargs,
+        )
+    from vertexdist.local.launch import schedule
+    from vertexdist.local.request import build_request
+    from vertexdist.wire.job_spec import parse_job_spec
+
+    job = parse_job_spec(spec)
+    uris = dict.fromkeys(uri for pool in job.pools for uri in pool.package_uris)
+    limits = {"max_restarts": kwargs.pop("max_restarts")} if "max_restarts" in kwargs else {}
+    request = build_request(
+        job,
+        ctx,
+        run_dir=run_dir,
+        sdists={uri: fetch_package(uri) for uri in uris},
+        cache_dir=cache_dir or run_dir / "packages",
+        **limits,
+    )
+    local = schedule(request, grace_s=grace_s, spawner=_WARM["spawner"], **kwargs)
+    _WARM["jobs"].append(local)
+    return local
 
 
 def test_job_succeeds_when_every_training_replica_does_and_stand_ins_end_with_it(
@@ -198,7 +301,9 @@ def test_python_package_replicas_run_the_installed_copy(tmp_path: Path, record_d
         return sdist.path
 
     ctx = JobContext(**{**CTX.__dict__, "gcs_root": str(tmp_path / "gcs")})
-    job = start_job(spec, ctx, run_dir=tmp_path / "run", fetch_package=fetch, cache_dir=tmp_path / "cache")
+    job = _start(
+        spec, tmp_path / "run", ctx=ctx, fetch_package=fetch, cache_dir=tmp_path / "cache", grace_s=5.0
+    )
     result = job.wait(90)
     assert result.state is JobState.SUCCEEDED, job.log_paths()["workerpool0-0"].read_text()
     assert fetched == [uri]
@@ -229,9 +334,6 @@ def test_a_killed_worker_is_blamed_not_the_chief_that_lost_its_connection(
     """Issue 12: the chief fails first (its peer's socket closed) and its replica exits before the one
     whose worker was killed; the killed worker's replica is named, with its own last lines, and the chief
     that failed on its own is FAILED, not STOPPED."""
-    import os
-    import signal
-
     from vertexdist.cli.local_report import summary_lines
 
     job = _start(kit.standin_spec(record_dir, extra=["--link", "--teardown", "0.3"]), tmp_path / "run")

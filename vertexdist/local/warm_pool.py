@@ -192,6 +192,18 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
+_OWN_FRAMES = frozenset({__file__, runpy.__file__, "<frozen runpy>"})
+
+
+def _report(exc: BaseException) -> None:
+    """The uncaught exception as Python prints it, from the replica's own code: the pool's frames and runpy's
+    that brought it there are left out (they would push the user's lines out of the replica's last lines)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename in _OWN_FRAMES:
+        tb = tb.tb_next
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)  # Python prints the exception's own traceback
+
+
 def _run_child(target: WarmTarget, env: dict[str, str], base: Sequence[str], argv: Sequence[str]) -> int:
     """In the forked child, once its descriptors, folder and session are in place: the replica's code."""
     os.environ.clear()
@@ -222,11 +234,11 @@ def _run_child(target: WarmTarget, env: dict[str, str], base: Sequence[str], arg
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc)
-    except KeyboardInterrupt:
-        sys.excepthook(*sys.exc_info())
+    except KeyboardInterrupt as exc:
+        _report(exc)
         code = -int(signal.SIGINT)
-    except BaseException:
-        sys.excepthook(*sys.exc_info())
+    except BaseException as exc:
+        _report(exc)
         code = 1
     with contextlib.suppress(Exception):
         threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads, as Python's exit joins them
@@ -476,7 +488,7 @@ class WarmProcess:
                 self._conn.settimeout(timeout)
                 try:
                     received = _receive(self._conn)
-                except TimeoutError:
+                except (TimeoutError, BlockingIOError):  # wait(0): a non-blocking socket
                     raise subprocess.TimeoutExpired("warm replica", timeout or 0) from None
                 except OSError:
                     received = None

@@ -22,6 +22,7 @@ from .gpus import count_gpus
 from .options import LaunchOptions
 from .torchrun_args import nproc_per_node, torchrun_args
 from .worker import PARENT_VARIABLE
+from .worker_fork import ARRIVED_WARM, ForkServer, install
 
 NO_ERROR_FILE = "<N/A>"  # torch's ProcessFailure.error_file when the rank wrote none
 
@@ -57,6 +58,8 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
         f"torchrun {shlex.join(args)}"
     )
     os.environ[PARENT_VARIABLE] = str(os.getpid())
+    if ARRIVED_WARM:  # a warm pool's fork: its workers are forked too, before torchrun starts a thread
+        install(ForkServer())
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun_main
