@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from vertexdist.local.blame import RESTART_MARK, Failure, first_failure, lost_a_peer, needs_cause
+from vertexdist.local.blame import (
+    REPLICA_RESTART_MARK,
+    RESTART_MARK,
+    Failure,
+    first_failure,
+    lost_a_peer,
+    needs_cause,
+)
 
 GLOO = "RuntimeError: [gloo/transport/tcp/pair.cc:534] Read error [127.0.0.1]:5555: Connection reset by peer"
 KILLED = "trainer_pkg: error: rank 1 (node 1, local rank 0) failed: killed by SIGKILL"
@@ -12,7 +19,15 @@ KILLED = "trainer_pkg: error: rank 1 (node 1, local rank 0) failed: killed by SI
 
 @pytest.mark.parametrize(
     "line",
-    [GLOO, "Connection closed by peer", "NCCL communicator was aborted on rank 3", "[Errno 32] Broken pipe"],
+    [
+        GLOO,
+        "Connection closed by peer",
+        "NCCL communicator was aborted on rank 3",
+        "[Errno 32] Broken pipe",
+        # The bundled trainer's chief, checkpointed and stopped because its peer node got SIGTERM.
+        "trainer_pkg: stopped because another node was asked to stop; the next start resumes from the last"
+        " checkpoint",
+    ],
 )
 def test_a_lost_connection_is_a_consequence(line: str) -> None:
     assert lost_a_peer(["epoch 1/2", line])
@@ -25,6 +40,7 @@ def test_a_failure_of_its_own_is_not() -> None:
 
 def test_only_the_last_lines_of_this_attempt_count() -> None:
     assert not lost_a_peer([GLOO, f"{RESTART_MARK} 1 -----", KILLED])
+    assert not lost_a_peer([GLOO, f"{REPLICA_RESTART_MARK} workerpool0-0 (1/5) -----", KILLED])
     assert not lost_a_peer([GLOO, *[f"step {i}" for i in range(10)]])
 
 

@@ -25,6 +25,9 @@ LOST_PEER = (
     "connection refused",
     "communicator was aborted",
     "remote process exited",
+    # The bundled trainer's chief, stopped with a checkpoint because a peer node got SIGTERM
+    # (trainer_pkg/launch.py): a consequence of that peer's stop, as a lost connection is.
+    "another node was asked to stop",
 )
 TAIL = 5
 # The line the runner writes into every replica's log before a restarted attempt's output.
