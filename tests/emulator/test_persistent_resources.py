@@ -349,3 +349,23 @@ def json_dict(text: str) -> dict[str, Any]:
     found = json.loads(text)
     assert isinstance(found, dict)
     return found
+
+
+def test_submit_checks_the_resource_first_unless_told_not_to(
+    cli: Any, emu: Emulator, write_template: Any
+) -> None:
+    """`submit` reads the persistent resource before it uploads anything: a missing one is refused at the
+    field's line; with --no-check-resource the create goes out and the emulator refuses it as Vertex does."""
+    path = write_template(name="pre-checked", replicas=1, extra="persistent_resource_id: not-made\n")
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.startswith("persistent"))
+    before = set(emu.store.names())
+
+    code, _, err = cli("submit", "--detach", str(path))
+    assert code == 1
+    assert f"{path}:{line}:25: persistent_resource_id: persistent resource 'not-made' does not exist" in err
+    assert f"vertexdist pool create not-made --from {path}" in err
+    assert set(emu.store.names()) == before  # no pipeline, no job: refused before the create
+
+    code, _, err = cli("submit", "--detach", "--no-check-resource", str(path))
+    assert code == 1
+    assert "persistentResourceId: the PersistentResource" in err and f"{path}:{line}" not in err

@@ -14,6 +14,7 @@ from vertexdist.jobs.pools import open_pools
 from vertexdist.jobs.where import JobPlace
 
 if TYPE_CHECKING:
+    from vertexdist.backends.vertex.pools import PersistentResources
     from vertexdist.spec.models import JobTemplate
 
 FIELD = "persistent_resource_id"
@@ -35,8 +36,22 @@ def field_position(path: Path) -> tuple[int, int]:
 
 
 def check_resource(path: Path, template: JobTemplate, place: JobPlace) -> list[Problem]:
-    """The problems of running `template` (loaded from `path`) on its persistent resource; [] when it fits
-    or names none. A resource that is not there is a problem; a backend that cannot be reached raises."""
+    """The problems of running `template` (loaded from `path`) on its persistent resource, read from where
+    `place` says (Vertex, an endpoint, the emulator); [] when it fits or names none."""
+    if template.persistent_resource_id is None:
+        return []
+    place = replace(
+        place, project=place.project or template.project, location=place.location or template.location
+    )
+    with open_pools(place) as resources:
+        return resource_fit(path, template, resources, place.flags)
+
+
+def resource_fit(
+    path: Path, template: JobTemplate, resources: PersistentResources, flags: str = ""
+) -> list[Problem]:
+    """The problems of running `template` on its persistent resource among `resources` (a project and
+    location's); a resource that is not there is one. A backend that cannot be reached raises."""
     from vertexdist.backends.errors import ApiCallError
     from vertexdist.render.custom_job import render_job_spec
     from vertexdist.wire.placement import describe_pools, pools_for, resource_problems
@@ -46,25 +61,22 @@ def check_resource(path: Path, template: JobTemplate, place: JobPlace) -> list[P
         return []
     line, col = field_position(path)
     spec: dict[str, Any] = render_job_spec(template)
-    location = place.location or template.location
-    place = replace(place, project=place.project or template.project, location=location)
     needed = describe_pools(pools_for(spec))
-    create_hint = f"create it: vertexdist pool create {ident} --from {path}{place.flags}"
-    with open_pools(place) as resources:
-        name = resources.name_of(ident)
-        try:
-            found = resources.get(ident)
-        except ApiCallError as exc:
-            if exc.status != 404:
-                raise
-            message = f"persistent resource {ident!r} does not exist ({name})"
-            return [Problem(str(path), line, col, FIELD, message, f"{create_hint} (it holds {needed})")]
-    problems = resource_problems(spec, found, location)
+    name = resources.name_of(ident)
+    try:
+        found = resources.get(ident)
+    except ApiCallError as exc:
+        if exc.status != 404:
+            raise
+        hint = f"create it: vertexdist pool create {ident} --from {path}{flags} (it holds {needed})"
+        message = f"persistent resource {ident!r} does not exist ({name})"
+        return [Problem(str(path), line, col, FIELD, message, hint)]
+    problems = resource_problems(spec, found, resources.target.location)
     if not problems:
         return []
     held = describe_pools(found.get("resourcePools") or []) or "no pools"
     hint = (
         f"the job needs {needed}; {ident!r} holds {held}: fit the template's pools to it, or make one that"
-        f" fits: vertexdist pool create NEW-ID --from {path}{place.flags}"
+        f" fits: vertexdist pool create NEW-ID --from {path}{flags}"
     )
     return [Problem(str(path), line, col, FIELD, "; ".join(problems), hint)]
