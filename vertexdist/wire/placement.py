@@ -88,3 +88,28 @@ def pools_for(job_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
             made["diskSpec"] = dict(pool["diskSpec"])
         pools[shape] = made
     return list(pools.values())
+
+
+def resource_location(resource: Mapping[str, Any]) -> str | None:
+    """The region in a resource's full name (projects/P/locations/L/persistentResources/ID); None if bare."""
+    parts = str(resource.get("name", "")).split("/")
+    return parts[3] if len(parts) >= 4 and parts[2] == "locations" else None
+
+
+def resource_problems(job_spec: Mapping[str, Any], resource: Mapping[str, Any], location: str) -> list[str]:
+    """Why a job in `location` cannot run on `resource`: another region (a job uses only a resource of its
+    own location), a resource that is not RUNNING, or the pools' fit (`placement_problems`)."""
+    problems = []
+    where = resource_location(resource)
+    if where is not None and where != location:
+        problems.append(f"the persistent resource is in {where}, the job in {location} (it must be the same)")
+    state = str(resource.get("state") or "STATE_UNSPECIFIED")
+    if state != "RUNNING":
+        problems.append(f"the persistent resource is {state}, not RUNNING")
+    return problems + placement_problems(job_spec, resource)
+
+
+def describe_pools(pools: Sequence[Mapping[str, Any]]) -> str:
+    """`2 x a2-highgpu-4g with 4 x NVIDIA_TESLA_A100, 1 x n1-standard-8`: what a resource (would) hold."""
+    shapes = [(_replicas(pool), machine_shape(pool.get("machineSpec") or {})) for pool in pools]
+    return ", ".join(f"{count} x {describe_shape(shape)}" for count, shape in shapes)
