@@ -369,3 +369,78 @@ def test_submit_checks_the_resource_first_unless_told_not_to(
     code, _, err = cli("submit", "--detach", "--no-check-resource", str(path))
     assert code == 1
     assert "persistentResourceId: the PersistentResource" in err and f"{path}:{line}" not in err
+
+
+def _sleeper(job_client: Any, name: str, replicas: int, resource: str, seconds: float) -> str:
+    import sys
+
+    pool = {
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {
+            "image_uri": "x/standin",
+            "command": [sys.executable, "-c", f"import time; time.sleep({seconds})"],
+        },
+    }
+    pools = [
+        {**pool, "replica_count": 1},
+        *([{**pool, "replica_count": replicas - 1}] if replicas > 1 else []),
+    ]
+    spec = {"persistent_resource_id": resource, "worker_pool_specs": pools}
+    job = job_client.create_custom_job(parent=PARENT, custom_job={"display_name": name, "job_spec": spec})
+    return str(job.name)
+
+
+def _state_when(job_client: Any, name: str, done: Any, timeout: float = 20.0) -> Any:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = job_client.get_custom_job(name=name)
+        if done(job.state.name):
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"{name} still {job_client.get_custom_job(name=name).state.name}")
+
+
+def test_a_job_waits_queued_for_the_resources_free_machines_and_used_replicas_show(
+    client: Any, job_client: Any, emu: Emulator
+) -> None:
+    """Vertex's accounting: a job that fits the resource but not its free machines waits QUEUED until the
+    job holding them ends, then runs; GET shows usedReplicaCount meanwhile."""
+    emu.service.hold_get_s = 0.0  # every state seen, not only the last (the fixture sets it back)
+    client.create_persistent_resource(
+        parent=PARENT, persistent_resource={"resource_pools": [POOL]}, persistent_resource_id="two-machines"
+    ).result()
+    name = f"{PARENT}/persistentResources/two-machines"
+    try:
+        first = _sleeper(job_client, "holds-both", 2, "two-machines", 1.0)
+        _state_when(job_client, first, lambda s: s == "JOB_STATE_RUNNING")
+        second = _sleeper(job_client, "waits", 1, "two-machines", 0.0)
+        (pool,) = client.get_persistent_resource(name=name).resource_pools
+        assert pool.used_replica_count == 2
+        assert job_client.get_custom_job(name=second).state.name == "JOB_STATE_QUEUED"
+        _state_when(job_client, first, lambda s: s == "JOB_STATE_SUCCEEDED")
+        done = _state_when(job_client, second, lambda s: s.endswith(("SUCCEEDED", "FAILED")))
+        assert done.state.name == "JOB_STATE_SUCCEEDED", done.error
+        assert done.start_time.timestamp() >= job_client.get_custom_job(name=first).end_time.timestamp()
+        (pool,) = client.get_persistent_resource(name=name).resource_pools
+        assert pool.used_replica_count == 0
+    finally:
+        client.delete_persistent_resource(name=name).result()
+
+
+def test_a_job_waiting_for_a_deleted_resource_fails_with_failed_precondition(
+    client: Any, job_client: Any, emu: Emulator
+) -> None:
+    emu.service.hold_get_s = 0.0  # every state seen, not only the last (the fixture sets it back)
+    client.create_persistent_resource(
+        parent=PARENT, persistent_resource={"resource_pools": [POOL]}, persistent_resource_id="goes-away"
+    ).result()
+    first = _sleeper(job_client, "holds-it", 2, "goes-away", 1.0)
+    _state_when(job_client, first, lambda s: s == "JOB_STATE_RUNNING")
+    waiting = _sleeper(job_client, "left-waiting", 2, "goes-away", 0.0)
+    client.delete_persistent_resource(name=f"{PARENT}/persistentResources/goes-away").result()
+    failed = _state_when(job_client, waiting, lambda s: s.endswith(("SUCCEEDED", "FAILED")))
+    assert failed.state.name == "JOB_STATE_FAILED"
+    assert failed.error.code == 9 and "was deleted before the job could start" in failed.error.message
+    _state_when(job_client, first, lambda s: s.endswith(("SUCCEEDED", "FAILED")))

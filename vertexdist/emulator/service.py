@@ -28,6 +28,7 @@ from vertexdist.emulator.capacity import CapacityFaults, accelerator_type, flex_
 from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
 from vertexdist.emulator.filters import parse_filter
 from vertexdist.emulator.preemption import Preemptions
+from vertexdist.emulator.resource_use import ReplicaLedger
 from vertexdist.emulator.store import TERMINAL_STATES, JobStore, Resource, is_terminal, new_id
 from vertexdist.wire import capacity_errors
 from vertexdist.wire.enums import job_to_pipeline_state
@@ -48,6 +49,7 @@ _log = logging.getLogger(__name__)
 # google.rpc.Code values used in `error` of failed jobs.
 _CODE_CANCELLED = 1
 _CODE_INTERNAL = 13
+_CODE_FAILED_PRECONDITION = 9
 
 
 @dataclass
@@ -109,6 +111,8 @@ class EmulatorService:
         # (parent, job spec, where) -> raises ApiError when the persistent resource it names cannot take it.
         self.check_placement: Callable[[str, dict[str, Any], str], None] | None = None
         self._running: dict[str, RunningJob] = {}
+        # The persistent resources' machines that jobs hold (usedReplicaCount); a job waits QUEUED for them.
+        self.replicas = ReplicaLedger(store)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._reap_orphans()
@@ -286,6 +290,25 @@ class EmulatorService:
                 return False
         return True
 
+    def _wait_for_replicas(self, job_name: str, resource: str, spec: dict[str, Any]) -> bool:
+        """Keep the job QUEUED until the persistent resource's free machines take it; False when it was
+        cancelled meanwhile, the emulator stops, or the resource was deleted (then FAILED_PRECONDITION)."""
+        while True:
+            taken = self.replicas.take(job_name, resource, spec)
+            if taken == "taken":
+                return True
+            if taken == "gone":
+                message = f"The PersistentResource {resource} was deleted before the job could start on it."
+                error = {"code": _CODE_FAILED_PRECONDITION, "message": message}
+                self._set_state(job_name, "JOB_STATE_FAILED", unless_cancelling=True, error=error)
+                return False
+            if self._stop.wait(_SUPERVISE_INTERVAL_S):
+                return False
+            job = self.store.get(job_name)
+            if job is None or job["state"] == "JOB_STATE_CANCELLING":
+                self._finish_cancelled_before_start(job_name)
+                return False
+
     def _capacity_before_start(
         self, job_name: str, location: str, spec: dict[str, Any], *, reserved: bool
     ) -> bool:
@@ -376,6 +399,10 @@ class EmulatorService:
         job = self.store.get(job_name)
         if job is None or is_terminal(job) or job["state"] == "JOB_STATE_CANCELLING":
             self._finish_cancelled_before_start(job_name)
+            return
+        ident = job["jobSpec"].get("persistentResourceId")
+        resource = f"projects/{project}/locations/{location}/persistentResources/{ident}"
+        if ident and not self._wait_for_replicas(job_name, resource, job["jobSpec"]):
             return
         self._set_state(job_name, "JOB_STATE_PENDING", unless_cancelling=True)
         if self._stage_inputs is not None:
