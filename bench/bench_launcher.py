@@ -49,6 +49,10 @@ for step in range(3):
     if step == 0:
         stamp = {"rank": dist.get_rank(), "first_step": time.time()}
         Path(sys.argv[1], f"rank{dist.get_rank()}.json").write_text(json.dumps(stamp))
+# Barrier, then destroy (docs/launchers/torchrun.md, "Ending a script safely"): without the barrier a rank
+# died of SIGABRT ("terminate called without an active exception") around destroy_process_group() in 2 of
+# 2 runs of this benchmark on a busy machine (issue 27): gloo's teardown racing a peer still communicating.
+dist.barrier()
 dist.destroy_process_group()
 """
 

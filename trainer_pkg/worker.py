@@ -229,6 +229,9 @@ class Worker:
             self._setup()
             self._train()
         finally:
+            # No barrier here: _train ends with one on success, and after a failure a peer may be gone
+            # (a barrier would wait for it until the group's timeout). docs/launchers/torchrun.md,
+            # "Ending a script safely".
             self.scalars.close()
             dist.destroy_process_group()
 

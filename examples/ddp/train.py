@@ -59,6 +59,7 @@ def setup() -> torch.device:
 
 
 def cleanup() -> None:
+    dist.barrier()  # every rank gets here before any tears the group down
     dist.destroy_process_group()
 
 

@@ -130,6 +130,7 @@ def train(args: argparse.Namespace) -> None:
     if rank == 0:
         print(f"Saved a sharded checkpoint to {args.model_dir.rstrip('/')}/checkpoint", flush=True)
 
+    dist.barrier()  # every rank gets here before any tears the group down
     dist.destroy_process_group()
 
 

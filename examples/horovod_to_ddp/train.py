@@ -114,6 +114,7 @@ def train(args: argparse.Namespace) -> None:
         model_dir.mkdir(parents=True, exist_ok=True)
         torch.save(model.state_dict(), model_dir / "model.pt")
         print(f"Saved the model to {args.model_dir.rstrip('/')}/model.pt", flush=True)
+    dist.barrier()  # every rank gets here before any tears the group down
     dist.destroy_process_group()  # Horovod: hvd.shutdown() (optional there too)
 
 

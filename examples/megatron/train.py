@@ -166,6 +166,7 @@ def train(args: argparse.Namespace) -> None:
             mean = sum(float(item["lm loss"]) for item in losses) / max(len(losses), 1)
             print(f"{where}: step {step}, lm loss {mean:.4f}", flush=True)
     print(f"{where}: done, {layout(model.module)}", flush=True)
+    dist.barrier()  # every rank gets here before any tears the group down
     dist.destroy_process_group()
 
 

@@ -143,6 +143,7 @@ def train(args: argparse.Namespace) -> None:
         f" final loss {float(final):.6f}, stage sha256 {sha256(block)}",
         flush=True,
     )
+    dist.barrier()  # every rank gets here before any tears the group down
     dist.destroy_process_group()
 
 

@@ -151,6 +151,7 @@ def train(args: argparse.Namespace) -> None:
         f" first-step loss error {loss_error:.2e}, full parameters sha256 {checksum}",
         flush=True,
     )
+    dist.barrier()  # every rank gets here before any tears the group down
     dist.destroy_process_group()
 
 

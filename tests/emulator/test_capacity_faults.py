@@ -296,8 +296,13 @@ def cli_run(capsys: pytest.CaptureFixture[str]) -> Any:
 def test_the_documented_sigterm_pattern_saves_a_checkpoint_when_preempted(
     emulator: Emulator, client: Any
 ) -> None:
-    docs = (Path(__file__).parents[2] / "docs/guide/managed-jobs.md").read_text()
-    pattern = docs.split("<!-- sigterm-pattern -->\n```python\n", 1)[1].split("```", 1)[0]
+    root = Path(__file__).parents[2]
+    patterns = [
+        page.read_text().split("<!-- sigterm-pattern -->\n```python\n", 1)[1].split("```", 1)[0]
+        for page in (root / "docs/guide/managed-jobs.md", root / "README.md")
+    ]
+    assert patterns[0] == patterns[1], "the README shows the guide's pattern, as it is tested here"
+    pattern = patterns[0]
     prelude = (
         "import os, time\n"
         "os.environ.setdefault('AIP_CHECKPOINT_DIR', '/tmp')\n"

@@ -303,3 +303,144 @@ def json_list(text: str) -> list[dict[str, Any]]:
 def test_pool_usage_errors_say_what_would_be_right(cli: Any, args: list[str], says: str) -> None:
     code, _, err = cli("pool", *args, "--project", "p")
     assert code == 2 and says in err and "hint:" in err
+
+
+def test_validate_check_resources_reads_the_named_resource_and_says_what_does_not_fit(
+    cli: Any, emu: Emulator, write_template: Any
+) -> None:
+    """`validate --check-resources`: the template's persistent_resource_id read from the emulator, the fit
+    rule the emulator refuses jobs by, the problem at the field's line, with what would fit."""
+    at = ["--endpoint", emu.vertex_endpoint, "--transport", "rest"]
+    fits = write_template(name="fits-pool", replicas=2, extra="persistent_resource_id: check-me\n")
+    too_big = write_template(name="big-for-pool", replicas=3, extra="persistent_resource_id: check-me\n")
+    line = next(
+        n for n, text in enumerate(fits.read_text().splitlines(), 1) if text.startswith("persistent_resource")
+    )
+
+    code, out, err = cli("validate", "--check-resources", str(fits), *at)
+    assert code == 1, err
+    assert f"{fits}:{line}:25: persistent_resource_id: persistent resource 'check-me' does not exist" in out
+    assert f"vertexdist pool create check-me --from {fits}" in out and "holds 2 x n1-standard-4" in out
+
+    code, _, err = cli("pool", "create", "check-me", "--from", str(fits), *at)
+    assert code == 0, err
+    try:
+        code, out, err = cli("validate", "--check-resources", str(fits), *at)
+        assert code == 0, out + err
+        code, out, _ = cli("validate", "--check-resources", "--format", "json", str(fits), str(too_big), *at)
+        assert code == 1
+        (problem,) = json_dict(out)["problems"]
+        assert problem["file"] == str(too_big) and problem["path"] == "persistent_resource_id"
+        assert (
+            "ask for 3 replicas of n1-standard-4; persistent resource 'check-me' holds 2"
+            in problem["message"]
+        )
+        assert "the job needs 3 x n1-standard-4; 'check-me' holds 2 x n1-standard-4" in problem["hint"]
+        # Without the flag nothing is read: the template itself is fine.
+        code, _, _ = cli("validate", str(too_big))
+        assert code == 0
+    finally:
+        cli("pool", "delete", f"{PARENT}/persistentResources/check-me", *at)
+
+
+def json_dict(text: str) -> dict[str, Any]:
+    import json
+
+    found = json.loads(text)
+    assert isinstance(found, dict)
+    return found
+
+
+def test_submit_checks_the_resource_first_unless_told_not_to(
+    cli: Any, emu: Emulator, write_template: Any
+) -> None:
+    """`submit` reads the persistent resource before it uploads anything: a missing one is refused at the
+    field's line; with --no-check-resource the create goes out and the emulator refuses it as Vertex does."""
+    path = write_template(name="pre-checked", replicas=1, extra="persistent_resource_id: not-made\n")
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.startswith("persistent"))
+    before = set(emu.store.names())
+
+    code, _, err = cli("submit", "--detach", str(path))
+    assert code == 1
+    assert f"{path}:{line}:25: persistent_resource_id: persistent resource 'not-made' does not exist" in err
+    assert f"vertexdist pool create not-made --from {path}" in err
+    assert set(emu.store.names()) == before  # no pipeline, no job: refused before the create
+
+    code, _, err = cli("submit", "--detach", "--no-check-resource", str(path))
+    assert code == 1
+    assert "persistentResourceId: the PersistentResource" in err and f"{path}:{line}" not in err
+
+
+def _sleeper(job_client: Any, name: str, replicas: int, resource: str, seconds: float) -> str:
+    import sys
+
+    pool = {
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {
+            "image_uri": "x/standin",
+            "command": [sys.executable, "-c", f"import time; time.sleep({seconds})"],
+        },
+    }
+    pools = [
+        {**pool, "replica_count": 1},
+        *([{**pool, "replica_count": replicas - 1}] if replicas > 1 else []),
+    ]
+    spec = {"persistent_resource_id": resource, "worker_pool_specs": pools}
+    job = job_client.create_custom_job(parent=PARENT, custom_job={"display_name": name, "job_spec": spec})
+    return str(job.name)
+
+
+def _state_when(job_client: Any, name: str, done: Any, timeout: float = 20.0) -> Any:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = job_client.get_custom_job(name=name)
+        if done(job.state.name):
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"{name} still {job_client.get_custom_job(name=name).state.name}")
+
+
+def test_a_job_waits_queued_for_the_resources_free_machines_and_used_replicas_show(
+    client: Any, job_client: Any, emu: Emulator
+) -> None:
+    """Vertex's accounting: a job that fits the resource but not its free machines waits QUEUED until the
+    job holding them ends, then runs; GET shows usedReplicaCount meanwhile."""
+    emu.service.hold_get_s = 0.0  # every state seen, not only the last (the fixture sets it back)
+    client.create_persistent_resource(
+        parent=PARENT, persistent_resource={"resource_pools": [POOL]}, persistent_resource_id="two-machines"
+    ).result()
+    name = f"{PARENT}/persistentResources/two-machines"
+    try:
+        first = _sleeper(job_client, "holds-both", 2, "two-machines", 1.0)
+        _state_when(job_client, first, lambda s: s == "JOB_STATE_RUNNING")
+        second = _sleeper(job_client, "waits", 1, "two-machines", 0.0)
+        (pool,) = client.get_persistent_resource(name=name).resource_pools
+        assert pool.used_replica_count == 2
+        assert job_client.get_custom_job(name=second).state.name == "JOB_STATE_QUEUED"
+        _state_when(job_client, first, lambda s: s == "JOB_STATE_SUCCEEDED")
+        done = _state_when(job_client, second, lambda s: s.endswith(("SUCCEEDED", "FAILED")))
+        assert done.state.name == "JOB_STATE_SUCCEEDED", done.error
+        assert done.start_time.timestamp() >= job_client.get_custom_job(name=first).end_time.timestamp()
+        (pool,) = client.get_persistent_resource(name=name).resource_pools
+        assert pool.used_replica_count == 0
+    finally:
+        client.delete_persistent_resource(name=name).result()
+
+
+def test_a_job_waiting_for_a_deleted_resource_fails_with_failed_precondition(
+    client: Any, job_client: Any, emu: Emulator
+) -> None:
+    emu.service.hold_get_s = 0.0  # every state seen, not only the last (the fixture sets it back)
+    client.create_persistent_resource(
+        parent=PARENT, persistent_resource={"resource_pools": [POOL]}, persistent_resource_id="goes-away"
+    ).result()
+    first = _sleeper(job_client, "holds-it", 2, "goes-away", 1.0)
+    _state_when(job_client, first, lambda s: s == "JOB_STATE_RUNNING")
+    waiting = _sleeper(job_client, "left-waiting", 2, "goes-away", 0.0)
+    client.delete_persistent_resource(name=f"{PARENT}/persistentResources/goes-away").result()
+    failed = _state_when(job_client, waiting, lambda s: s.endswith(("SUCCEEDED", "FAILED")))
+    assert failed.state.name == "JOB_STATE_FAILED"
+    assert failed.error.code == 9 and "was deleted before the job could start" in failed.error.message
+    _state_when(job_client, first, lambda s: s.endswith(("SUCCEEDED", "FAILED")))

@@ -9,8 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trainer_pkg.cluster import visible_gpu_count
+from vertexdist.local.blame import lost_a_peer
 from vertexdist.local.gpus import host_gpus
-from vertexdist.shipped.vertexdist_launcher.failures import WorkerFailure, describe_exit, failure_lines
+from vertexdist.shipped.vertexdist_launcher.failures import (
+    ABORT_HINT,
+    WorkerFailure,
+    describe_exit,
+    failure_lines,
+)
 from vertexdist.shipped.vertexdist_launcher.gpus import count_gpus, visible_count, visible_devices
 
 
@@ -30,6 +36,30 @@ def test_the_error_message_comes_just_before_the_last_line() -> None:
         "workerpool0-0: local rank 1: ValueError: bad batch",
         "workerpool0-0 failed: local rank 1 (global rank 1) exited with status 1 (pid 7)",
     ]
+
+
+@pytest.mark.parametrize("exitcode", [-6, 134])
+def test_a_rank_that_died_of_sigabrt_gets_a_hint_just_before_the_last_line(exitcode: int) -> None:
+    aborted = WorkerFailure(global_rank=2, local_rank=0, pid=9, exitcode=exitcode)
+    stopped = WorkerFailure(global_rank=3, local_rank=1, pid=10, exitcode=-15)
+    lines = failure_lines("workerpool1-0", [aborted, stopped], aborted)
+    assert lines[-2] == f"workerpool1-0: hint: {ABORT_HINT}"
+    assert lines[-1].startswith("workerpool1-0 failed: local rank 0 (global rank 2)")
+    assert "dist.barrier() then dist.destroy_process_group()" in ABORT_HINT
+    # The hint must not read as "this replica only lost a peer": blame would then pass over the cause.
+    assert not lost_a_peer([f"vertexdist_launcher: {line}" for line in lines])
+
+
+@pytest.mark.parametrize("exitcode", [1, -9, -15, 6, -11, 139])
+def test_no_hint_for_other_endings(exitcode: int) -> None:
+    failed = WorkerFailure(1, 1, 7, exitcode)
+    assert not any("hint" in line for line in failure_lines("workerpool0-0", [failed], failed))
+
+
+def test_the_hint_follows_the_first_failure_not_another_rank() -> None:
+    first = WorkerFailure(0, 0, 5, 1, "ValueError: bad batch")
+    later = WorkerFailure(1, 1, 6, -6)  # aborted as a consequence: the hint would mislead
+    assert not any("hint" in line for line in failure_lines("workerpool0-0", [first, later], first))
 
 
 def test_exit_descriptions() -> None:

@@ -118,6 +118,45 @@ def test_a_failed_rank_is_named_last_with_its_error(tmp_path: Path) -> None:
     )
 
 
+# Two gloo ranks; rank 1 aborts at its end (what a gloo/c10d teardown race does to a rank), rank 0 waits to
+# be stopped, so the abort is the first failure.
+ABORTS_AT_ITS_END = """\
+import os, time
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+total = torch.ones(1)
+dist.all_reduce(total)
+print("rank", dist.get_rank(), "sum", int(total.item()), flush=True)
+if dist.get_rank() == 1:
+    os.abort()
+time.sleep(120)
+"""
+
+
+def test_a_rank_killed_by_sigabrt_gets_the_barrier_hint(tmp_path: Path) -> None:
+    script = tmp_path / "aborts.py"
+    script.write_text(ABORTS_AT_ITS_END)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "vertexdist_launcher", "torchrun", "--nproc-per-node", "2", "--", str(script)],
+        env=launcher_env(),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    out, _ = launcher.communicate(timeout=90)
+    lines = out.splitlines()
+    assert launcher.returncode == 1, out
+    assert "rank 1 sum 2" in lines  # it got through its collective, then aborted
+    assert "Signal 6 (SIGABRT)" in out  # torchrun's own failure record
+    assert lines[-2].startswith("vertexdist_launcher: workerpool0-0: hint: SIGABRT at the end of a script")
+    assert "end the script with dist.barrier() then dist.destroy_process_group()" in lines[-2]
+    assert lines[-1].startswith(
+        "vertexdist_launcher: workerpool0-0 failed: local rank 1 (global rank 1) was killed by SIGABRT"
+    )
+
+
 def test_workers_see_what_torchrun_gives_them(tmp_path: Path) -> None:
     launcher = start(tmp_path, "--flag", nproc=3)
     out, _ = launcher.communicate(timeout=60)

@@ -41,6 +41,12 @@ def start(
         "--fault-plan",
         help="YAML list of capacity faults to inject: preempt, stockout, quota, flex_wait.",
     ),
+    provision_delay: str = typer.Option(
+        "0",
+        "--provision-delay",
+        help="Keep each job PENDING this long before its replicas start, as Vertex provisioning machines"
+        " (e.g. 2s, 1m; 0: none); a job on an existing persistent resource starts without it.",
+    ),
     warm: int = typer.Option(
         0,
         "--warm",
@@ -53,6 +59,7 @@ def start(
     from vertexdist.emulator import Emulator
     from vertexdist.spec.fault_plan import load_fault_plan
 
+    delay_s = _provision_delay_s(provision_delay)
     plan = load_fault_plan(fault_plan) if fault_plan is not None else None
     emu = Emulator(
         port=port,
@@ -63,6 +70,7 @@ def start(
         verbose=verbose,
         fault_plan=plan,
         warm=warm,
+        provision_delay_s=delay_s,
     )
     stop = threading.Event()
 
@@ -83,6 +91,18 @@ def start(
         emu.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _provision_delay_s(text: str) -> float:
+    """--provision-delay in seconds (0 for none); a bad value is a usage error naming the option."""
+    from vertexdist.spec.durations import parse_duration
+
+    if text.strip() in ("0", "0s"):
+        return 0.0
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--provision-delay") from None
 
 
 def register(app: typer.Typer) -> None:

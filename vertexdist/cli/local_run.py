@@ -23,7 +23,7 @@ from vertexdist.errors import JobFailedError, UsageError
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobEvent, JobResult
     from vertexdist.jobs.local_faults import LocalFaults
-    from vertexdist.jobs.local_run import LocalRun
+    from vertexdist.jobs.local_run import LocalRun, LocalRunRequest
 
 
 def _timeout_seconds(timeout: str | None) -> float | None:
@@ -66,6 +66,34 @@ def _faults(path: Path, *, tuning: bool) -> LocalFaults:
             hint="run the tuning job on `vertexdist emulator start --fault-plan FILE`",
         )
     return LocalFaults(load_fault_plan(path), notice=lambda line: typer.echo(line, err=True))
+
+
+def _managed(request: LocalRunRequest, template: Path, *, out: Path | None, json_events: bool) -> None:
+    """A template with `recovery:`: its attempts under the managed-job controller, one local run each."""
+    from vertexdist.cli.local_managed import local_managed
+
+    for given, flag in ((out, "--out"), (request.resume_from, "--resume-from")):
+        if given is not None:
+            raise UsageError(
+                f"{flag} does not go with a template with recovery: (each attempt has its own run folder,"
+                " and every attempt after the first continues the first's)",
+                hint="drop it; continue a stopped managed run with `vertexdist managed resume ID`",
+            )
+    if json_events:
+        raise UsageError(
+            "--json does not go with a template with recovery: (its attempts are shown as notices)",
+            hint="drop --json; read the attempts with `vertexdist managed status ID --json`",
+        )
+    local_managed(
+        template,
+        runs_dir=request.runs_dir,
+        procs_per_replica=request.procs_per_replica,
+        docker=request.docker,
+        warm=request.warm,
+        grace_s=request.grace_s,
+        timeout_s=request.timeout_s,
+        faults=request.faults,
+    )
 
 
 def local_run(
@@ -152,6 +180,9 @@ def local_run(
         return
     if plan_only:
         print_plan(plan_local(request), json_events)
+        return
+    if loaded.recovery is not None:
+        _managed(request, template, out=out, json_events=json_events)
         return
     events: queue.Queue[JobEvent] = queue.Queue()
     run = start_local(request, on_event=events.put)

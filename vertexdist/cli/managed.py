@@ -37,6 +37,15 @@ def _ended(managed: Managed) -> None:
 def _drive(store: Store, managed_id: str, *, detach: bool) -> None:
     from vertexdist.managed.service import drive, drive_in_background
 
+    if store.get(managed_id).backend == "local" and not detach:
+        from vertexdist.cli.local_managed import drive_local
+        from vertexdist.jobs.local_attempts import LocalAttempts
+        from vertexdist.managed.service import attempt_backend
+
+        attempts = attempt_backend(store.get(managed_id))
+        assert isinstance(attempts, LocalAttempts)
+        drive_local(store, managed_id, attempts)
+        return
     if detach:
         log = drive_in_background(store, managed_id)
         typer.echo(f"controller running in the background; its log: {log}", err=True)

@@ -55,6 +55,12 @@ def submit(
         help="With --emulator: where jobs, logs and outputs are kept.",
     ),
     resume_from: ResumeFrom = None,
+    check_resource: bool = typer.Option(
+        True,
+        "--check-resource/--no-check-resource",
+        help="Read the template's persistent_resource_id first and refuse a job that does not fit it"
+        " (as validate --check-resources).",
+    ),
     managed: bool = typer.Option(
         False,
         "--managed",
@@ -89,6 +95,7 @@ def submit(
         emulator=InProcessEmulator(emulator_data_dir, procs_per_replica) if emulator else None,
         resume_from=resume_from,
         allow_duplicate=yes,
+        check_resource=check_resource,
     )
     with open_submission(request, submit_hooks(), dry_run=dry_run) as session:
         if dry_run:

@@ -1,7 +1,8 @@
 """`vertexdist validate PATH...`: check template files and folders; one line per problem plus a hint.
 
 Exit 0 when there are no errors (warnings allowed), 1 with errors, 2 on usage errors (missing paths).
-Imports only the spec package (pydantic + yaml), never google-cloud-aiplatform or torch.
+Imports only the spec package (pydantic + yaml), never google-cloud-aiplatform or torch; only
+`--check-resources` reaches a backend (Vertex or the emulator) to read each template's persistent resource.
 """
 
 from __future__ import annotations
@@ -13,10 +14,22 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from vertexdist.cli.targets import (
+    EMULATOR_DATA_DIR,
+    EmulatorDataDir,
+    Endpoint,
+    Location,
+    Project,
+    Transport,
+    UseEmulator,
+)
+
 if TYPE_CHECKING:
     from pathlib import Path
 
     from vertexdist.errors import Problem
+    from vertexdist.jobs.where import JobPlace
+    from vertexdist.spec.models import JobTemplate
 
 FORMATS = ("text", "json", "github")
 # A screenful: one broken file (say a list of 10,000 wrong values) must not bury the others.
@@ -91,6 +104,18 @@ def validate(
     output_format: str = typer.Option(
         "text", "--format", help="text, json or github (workflow annotations)."
     ),
+    check_resources: bool = typer.Option(
+        False,
+        "--check-resources",
+        help="Also read each template's persistent_resource_id from Vertex (or --emulator) and check the"
+        " job fits it: region, machine shapes, replicas.",
+    ),
+    project: Project = None,
+    location: Location = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
+    emulator: UseEmulator = False,
+    emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
 ) -> None:
     """Check job templates: fields, machine/accelerator fit, reduction servers, URIs, labels."""
     from vertexdist.errors import UsageError
@@ -106,7 +131,15 @@ def validate(
             + (f"; {_skipped_line(found.skipped)}" if found.skipped else ""),
             hint="pass template files or their folders",
         )
-    by_file = [(file, inspect_file(file)[1]) for file in files]
+    inspected = [(file, *inspect_file(file)) for file in files]
+    by_file = [(file, found) for file, _template, found in inspected]
+    if check_resources:
+        from vertexdist.jobs.where import JobPlace
+
+        place = JobPlace(project, location, endpoint, transport, emulator_data_dir if emulator else None)
+        by_file = [
+            (file, found + _resource_problems(file, template, place)) for file, template, found in inspected
+        ]
     problems = [problem for _file, found in by_file for problem in found]
     if output_format == "json":
         report = {
@@ -130,6 +163,15 @@ def validate(
         print(_summary(len(files), problems), file=sys.stderr)
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(1)
+
+
+def _resource_problems(file: Path, template: JobTemplate | None, place: JobPlace) -> list[Problem]:
+    """`--check-resources`: a template without errors, checked against its persistent resource."""
+    from vertexdist.jobs.resource_check import check_resource
+
+    if template is None or template.persistent_resource_id is None:
+        return []
+    return check_resource(file, template, place)
 
 
 def register(app: typer.Typer) -> None:

@@ -5,6 +5,8 @@ Each fault of the plan (`vertexdist.spec.fault_plan`) hits the first `times` job
 - quota: the create call is refused (HTTP 429 RESOURCE_EXHAUSTED, the quota metric of the job's GPUs);
 - stockout: the job goes PENDING, then FAILED with Vertex's "Resources are insufficient in region" error;
 - flex_wait: a FLEX_START job stays PENDING for `wait`, or fails when that is past its max_wait_duration;
+  neither stockout nor flex_wait touches a job on an existing persistent resource (`reserved`: its
+  machines are held for it already), and such a job does not use up the fault's `times`;
 - preempt: `after` the replica started, SIGTERM to its process group, SIGKILL after `grace`; with
   outcome job_fails the job then fails with a preemption error, with worker_restarts the replica is started
   again (same hostname) and the job goes on;
@@ -118,7 +120,10 @@ class CapacityFaults:
                     return True
         return False
 
-    def stockout(self, job: str, location: str, spec: dict[str, Any]) -> bool:
+    def stockout(self, job: str, location: str, spec: dict[str, Any], *, reserved: bool = False) -> bool:
+        """Whether this job meets a stockout (and count it); never one on reserved capacity."""
+        if reserved:
+            return False
         with self._lock:
             for index, fault in enumerate(self.plan.faults):
                 if (
@@ -131,8 +136,9 @@ class CapacityFaults:
                     return True
         return False
 
-    def flex_wait(self, job: str, spec: dict[str, Any]) -> FlexWaitFault | None:
-        if strategy(spec) != "FLEX_START":
+    def flex_wait(self, job: str, spec: dict[str, Any], *, reserved: bool = False) -> FlexWaitFault | None:
+        """The Flex-start wait this job meets (and count it); none on reserved capacity."""
+        if reserved or strategy(spec) != "FLEX_START":
             return None
         with self._lock:
             for index, fault in enumerate(self.plan.faults):

@@ -24,7 +24,7 @@ from vertexdist.emulator.store import JobStore, Resource
 from vertexdist.emulator.validation import location_problems
 from vertexdist.spec.rules import persistent_resource_id_problem
 from vertexdist.wire.enums import ACCELERATOR_TYPES, enum_name, enum_number
-from vertexdist.wire.placement import placement_problems
+from vertexdist.wire.placement import placement_problems, with_used
 from vertexdist.wire.proto_json import now_rfc3339
 
 COLLECTION = "persistentResources"
@@ -170,10 +170,14 @@ class PersistentResources:
         return self._store.insert(operation)
 
     def get(self, name: str) -> Resource:
+        """The resource, each pool's usedReplicaCount the machines its jobs hold now."""
         found = self._store.get(name)
         if found is None:
             raise ApiError.not_found(name)
-        return found
+        return self.with_use(found)
+
+    def with_use(self, resource: Resource) -> Resource:
+        return with_used(resource, self._service.replicas.in_use(str(resource["name"])))
 
     def list(self, parent: str, query: dict[str, str], render: Callable[[Resource], Resource]) -> Resource:
         return list_page(
@@ -231,7 +235,9 @@ class PersistentResourceRoutes:
         if verb == "POST" and ident is None:
             return self.resources.create(parent, version, query, read_body())
         if verb == "GET" and ident is None:
-            return self.resources.list(parent, query, lambda resource: public(resource, as_int))
+            return self.resources.list(
+                parent, query, lambda resource: public(self.resources.with_use(resource), as_int)
+            )
         if verb == "GET":
             return public(self.resources.get(name), as_int)
         if verb == "DELETE" and ident is not None:

@@ -77,7 +77,9 @@ class Emulator:
     it to finish (see EmulatorService.get). `runner` defaults to the local backend; `procs_per_replica` is
     local-run's `--procs-per-replica` (None: the machine's GPUs per replica, 1 without, as local-run).
     `warm` > 0 starts replicas from a warm pool owned by this emulator, with that many children forked
-    ahead (`local.warm_pool.OwnedPool`; started in `start()`, stopped in `stop()`).
+    ahead (`local.warm_pool.OwnedPool`; started in `start()`, stopped in `stop()`). `provision_delay_s` > 0
+    keeps each job PENDING that long before its replicas start, as Vertex provisioning machines; a job on an
+    existing persistent resource starts without it.
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class Emulator:
         verbose: bool = False,
         fault_plan: FaultPlan | None = None,
         warm: int = 0,
+        provision_delay_s: float = 0.0,
     ) -> None:
         problem = not_emulated(fault_plan) if fault_plan is not None else None
         if problem is not None:
@@ -124,6 +127,7 @@ class Emulator:
                 publish_outputs=self._publish,
                 stage_inputs=self.mirror.pull,
                 capacity=CapacityFaults(fault_plan) if fault_plan is not None else None,
+                provision_delay_s=provision_delay_s,
             )
             self.service = service
             self.tuning = TuningService(service, work_dir=self.data_dir)

@@ -2,8 +2,10 @@
 
 Semantics follow https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs and
 .../projects.locations.trainingPipelines: a CustomJob goes QUEUED -> PENDING (replicas being prepared) ->
-RUNNING -> SUCCEEDED | FAILED | CANCELLED (via CANCELLING); a custom-task TrainingPipeline creates one backing
-CustomJob (`trainingTaskMetadata.backingCustomJob`) and mirrors its state.
+RUNNING -> SUCCEEDED | FAILED | CANCELLED (via CANCELLING); with a provisioning delay
+(`emulator start --provision-delay`) a job stays PENDING that long before its replicas start, unless it runs
+on a persistent resource that exists (its machines are up already). A custom-task TrainingPipeline creates
+one backing CustomJob (`trainingTaskMetadata.backingCustomJob`) and mirrors its state.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from vertexdist.emulator.capacity import CapacityFaults, accelerator_type, flex_
 from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
 from vertexdist.emulator.filters import parse_filter
 from vertexdist.emulator.preemption import Preemptions
+from vertexdist.emulator.resource_use import ReplicaLedger
 from vertexdist.emulator.store import TERMINAL_STATES, JobStore, Resource, is_terminal, new_id
 from vertexdist.wire import capacity_errors
 from vertexdist.wire.enums import job_to_pipeline_state
@@ -46,6 +49,7 @@ _log = logging.getLogger(__name__)
 # google.rpc.Code values used in `error` of failed jobs.
 _CODE_CANCELLED = 1
 _CODE_INTERNAL = 13
+_CODE_FAILED_PRECONDITION = 9
 
 
 @dataclass
@@ -86,8 +90,12 @@ class EmulatorService:
         publish_outputs: Callable[[dict[str, Any]], object] | None = None,
         stage_inputs: Callable[[], object] | None = None,
         capacity: CapacityFaults | None = None,
+        provision_delay_s: float = 0.0,
     ) -> None:
         self.store = store
+        # How long a job stays PENDING before its replicas start (Vertex provisioning its machines); a job
+        # on an existing persistent resource skips it.
+        self.provision_delay_s = provision_delay_s
         # The fault plan's capacity faults (emulator start --fault-plan); none by default.
         self.capacity = capacity or CapacityFaults()
         self._preemptions: dict[str, Preemptions] = {}
@@ -103,6 +111,8 @@ class EmulatorService:
         # (parent, job spec, where) -> raises ApiError when the persistent resource it names cannot take it.
         self.check_placement: Callable[[str, dict[str, Any], str], None] | None = None
         self._running: dict[str, RunningJob] = {}
+        # The persistent resources' machines that jobs hold (usedReplicaCount); a job waits QUEUED for them.
+        self.replicas = ReplicaLedger(store)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._reap_orphans()
@@ -258,16 +268,19 @@ class EmulatorService:
                 capacity_errors.quota_message(accelerator_type(spec), location),
             )
 
-    def _capacity_before_start(self, job_name: str, location: str, spec: dict[str, Any]) -> bool:
-        """Stockout and Flex-start faults, while the job is PENDING; False when the job must not start."""
-        if self.capacity.stockout(job_name, location, spec):
-            self._set_state(job_name, "JOB_STATE_FAILED", error=capacity_errors.stockout_error(location))
+    def _on_persistent_resource(self, project: str, location: str, spec: dict[str, Any]) -> bool:
+        """Whether the job runs on a persistent resource this emulator has (its capacity is reserved)."""
+        ident = spec.get("persistentResourceId")
+        if not ident:
             return False
-        flex = self.capacity.flex_wait(job_name, spec)
-        if flex is None:
-            return True
-        wait, expires = flex_wait_outcome(flex, spec)
-        deadline = time.monotonic() + wait
+        # persistent_resources.COLLECTION; that module builds on this one, so the name is spelled here.
+        name = f"projects/{project}/locations/{location}/persistentResources/{ident}"
+        return self.store.get(name) is not None
+
+    def _wait_pending(self, job_name: str, seconds: float) -> bool:
+        """Keep the job PENDING `seconds`; False when it was cancelled meanwhile (then CANCELLED) or the
+        emulator stops."""
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self._stop.wait(min(_SUPERVISE_INTERVAL_S, max(0.0, deadline - time.monotonic()))):
                 return False
@@ -275,6 +288,41 @@ class EmulatorService:
             if job is None or job["state"] == "JOB_STATE_CANCELLING":
                 self._finish_cancelled_before_start(job_name)
                 return False
+        return True
+
+    def _wait_for_replicas(self, job_name: str, resource: str, spec: dict[str, Any]) -> bool:
+        """Keep the job QUEUED until the persistent resource's free machines take it; False when it was
+        cancelled meanwhile, the emulator stops, or the resource was deleted (then FAILED_PRECONDITION)."""
+        while True:
+            taken = self.replicas.take(job_name, resource, spec)
+            if taken == "taken":
+                return True
+            if taken == "gone":
+                message = f"The PersistentResource {resource} was deleted before the job could start on it."
+                error = {"code": _CODE_FAILED_PRECONDITION, "message": message}
+                self._set_state(job_name, "JOB_STATE_FAILED", unless_cancelling=True, error=error)
+                return False
+            if self._stop.wait(_SUPERVISE_INTERVAL_S):
+                return False
+            job = self.store.get(job_name)
+            if job is None or job["state"] == "JOB_STATE_CANCELLING":
+                self._finish_cancelled_before_start(job_name)
+                return False
+
+    def _capacity_before_start(
+        self, job_name: str, location: str, spec: dict[str, Any], *, reserved: bool
+    ) -> bool:
+        """Stockout and Flex-start faults, while the job is PENDING; False when the job must not start.
+        Neither touches a job on reserved capacity (an existing persistent resource)."""
+        if self.capacity.stockout(job_name, location, spec, reserved=reserved):
+            self._set_state(job_name, "JOB_STATE_FAILED", error=capacity_errors.stockout_error(location))
+            return False
+        flex = self.capacity.flex_wait(job_name, spec, reserved=reserved)
+        if flex is None:
+            return True
+        wait, expires = flex_wait_outcome(flex, spec)
+        if not self._wait_pending(job_name, wait):
+            return False
         if expires:
             expired = capacity_errors.flex_expired_error(max_wait_s(spec))
             self._set_state(job_name, "JOB_STATE_FAILED", error=expired)
@@ -352,13 +400,21 @@ class EmulatorService:
         if job is None or is_terminal(job) or job["state"] == "JOB_STATE_CANCELLING":
             self._finish_cancelled_before_start(job_name)
             return
+        ident = job["jobSpec"].get("persistentResourceId")
+        resource = f"projects/{project}/locations/{location}/persistentResources/{ident}"
+        if ident and not self._wait_for_replicas(job_name, resource, job["jobSpec"]):
+            return
         self._set_state(job_name, "JOB_STATE_PENDING", unless_cancelling=True)
         if self._stage_inputs is not None:
             try:
                 self._stage_inputs()
             except Exception as exc:  # the job still runs; what it reads at /gcs may be stale
                 _log.warning("mirroring Cloud Storage for %s failed: %s", job_name, exc)
-        if not self._capacity_before_start(job_name, location, job["jobSpec"]):
+        reserved = self._on_persistent_resource(project, location, job["jobSpec"])
+        if not self._capacity_before_start(job_name, location, job["jobSpec"], reserved=reserved):
+            return
+        delay = 0.0 if reserved else self.provision_delay_s
+        if delay > 0 and not self._wait_pending(job_name, delay):
             return
         job_dir = self._job_dir(job_name)
         trial = job.get(TRIAL_KEY) or {}

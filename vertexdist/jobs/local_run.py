@@ -122,23 +122,40 @@ class LocalRun:
         return self.backend.summary(self.name)
 
 
-def start_local(request: LocalRunRequest, *, on_event: Callable[[JobEvent], None] | None = None) -> LocalRun:
-    """Package, plan and start the (non-tuning) template's job; `on_event` gets each state change."""
+def start_local(
+    request: LocalRunRequest,
+    *,
+    on_event: Callable[[JobEvent], None] | None = None,
+    before_start: Callable[[Path], None] | None = None,
+) -> LocalRun:
+    """Package, plan and start the (non-tuning) template's job; `on_event` gets each state change;
+    `before_start` is called with the job's run folder (made) just before the job is started."""
     from vertexdist.local.request import LocalRequest
+    from vertexdist.private_files import make_private_dir
 
     backend = local_backend(request)
     options = SubmitOptions(resume_from=request.resume_from, on_event=on_event)
     dry = backend.dryrun(_template(request), options)
+
+    def schedule() -> str:
+        if before_start is not None and isinstance(dry, LocalRequest):
+            try:
+                before_start(make_private_dir(dry.run_dir))
+            except BaseException:
+                dry.release()
+                raise
+        return backend.schedule(dry, options)
+
     faults = request.faults
     if faults is None or not isinstance(dry, LocalRequest):
-        return LocalRun(backend, backend.schedule(dry, options))
+        return LocalRun(backend, schedule())
     spec = dict(dry.job.raw)
     try:  # a quota refusal is raised here, as Vertex refuses the create call
         failure = faults.before_create(dry.ctx.region, spec, dry.job_id)
     except BaseException:
         dry.release()
         raise
-    name = backend.schedule(dry, options)
+    name = schedule()
     faults.arm(backend.job(name), name, spec, failure)
     return LocalRun(backend, name)
 

@@ -68,6 +68,7 @@ class SubmitRequest:
     resume_from: str | None = None  # an earlier job's name or id, or a gs:// folder
     allow_duplicate: bool = False
     duplicate_window_s: float = DUPLICATE_WINDOW_S
+    check_resource: bool = True  # read the template's persistent resource first: does the job fit it?
 
 
 def _refuse(duplicates: list[JobStatus], message: str) -> None:
@@ -151,6 +152,8 @@ class SubmitSession:
         """Build the image (if any), check for the same request sent moments ago, upload the package and
         create the job."""
         backend, hooks = self.backend, self._hooks
+        if self._request.check_resource:
+            self._check_resource()
         submission = backend.dryrun(self.template, self._options(dry_run=False))
         # An in-process emulator's duplicates cost nothing and vanish with the session.
         if not self.in_process and not self._request.allow_duplicate:
@@ -170,6 +173,20 @@ class SubmitSession:
         submission = submission.for_new_job()
         name = backend.schedule(submission)
         return Submitted(name, str(submission.output_dir), self.resume_from is not None, submission)
+
+    def _check_resource(self) -> None:
+        """Refuse, at `persistent_resource_id:`'s line, a job that does not fit its persistent resource
+        (`jobs.resource_check`), before anything is built or uploaded."""
+        if self.template.persistent_resource_id is None:
+            return
+        from vertexdist.backends.vertex.pools import PersistentResources
+        from vertexdist.errors import TemplateError
+        from vertexdist.jobs.resource_check import resource_fit
+
+        path = self.template.source_path or Path("template.yaml")
+        problems = resource_fit(path, self.template, PersistentResources(self.target))
+        if problems:
+            raise TemplateError(problems=problems)
 
     def follow(
         self,

@@ -29,6 +29,9 @@ class Reason(str, Enum):
 
 STOCKOUT_WORDS = ("resources are insufficient", "stockout", "max_wait_duration", "no capacity")
 PREEMPTED_WORDS = ("preempt", "spot vm", "reclaimed")
+# A local attempt whose supervisor (the controller's own process) died with it: the host was lost, not the
+# job's code; the next attempt continues from its checkpoints (vertexdist/jobs/local_attempts.py).
+LOST_MESSAGE = "the local job was lost with the process that ran it (the controller was stopped)"
 
 
 def reason_of(status: JobStatus) -> Reason:
@@ -42,6 +45,8 @@ def reason_of(status: JobStatus) -> Reason:
     if status.state == "EXPIRED":  # a Flex-start wait ran out, should Vertex say so this way (§8.5)
         return Reason.STOCKOUT
     message = (status.error or "").lower()
+    if LOST_MESSAGE in message:
+        return Reason.TRANSIENT
     if any(word in message for word in PREEMPTED_WORDS):
         return Reason.PREEMPTED
     if any(word in message for word in STOCKOUT_WORDS):

@@ -41,11 +41,19 @@ def _where(target: Mapping[str, object]) -> Where:
 
 
 def attempt_backend(managed: st.Managed, env: Mapping[str, str] = os.environ) -> AttemptBackend:
+    """The attempts of the managed job's target kind: `vertex` (Vertex or an emulator), `local` (local runs,
+    `local-run` of a template with `recovery:`; a fault plan is not applied again on resume)."""
     if managed.backend == "vertex":
         from vertexdist.jobs.submit import SubmitHooks
 
         return VertexAttempts(_where(managed.target), SubmitHooks(), dict(env))
-    raise UsageError(f"managed job {managed.id}: no backend {managed.backend!r}", hint="one of: vertex")
+    if managed.backend == "local":
+        from vertexdist.jobs.local_attempts import LocalAttempts, LocalPlace
+
+        return LocalAttempts(LocalPlace.from_target(managed.target))
+    raise UsageError(
+        f"managed job {managed.id}: no backend {managed.backend!r}", hint="one of: vertex, local"
+    )
 
 
 def start(store: st.Store, template: Path, where: Where) -> st.Managed:
@@ -55,6 +63,12 @@ def start(store: st.Store, template: Path, where: Where) -> st.Managed:
     load_template(template)  # a bad template is refused before anything is recorded
     target = dataclasses.asdict(where)
     return store.create(str(template.resolve()), "vertex", target)
+
+
+def start_local(store: st.Store, template: Path, place: Mapping[str, object]) -> st.Managed:
+    """Record a new managed job of `template` whose attempts are local runs made with `place`'s flags
+    (`jobs.local_attempts.LocalPlace`'s fields); the template has been loaded already."""
+    return store.create(str(template.resolve()), "local", dict(place))
 
 
 @contextmanager
@@ -75,19 +89,31 @@ def _lock(store: st.Store, managed_id: str) -> Iterator[None]:
 
 
 def controller(
-    store: st.Store, managed_id: str, notice: Callable[[str], None], poll_s: float = 5.0
+    store: st.Store,
+    managed_id: str,
+    notice: Callable[[str], None],
+    poll_s: float = 5.0,
+    backend: AttemptBackend | None = None,
 ) -> Controller:
     from vertexdist.spec import load_template
 
     managed = store.get(managed_id)
     template = load_template(Path(managed.template))
-    return Controller(store, managed_id, template, attempt_backend(managed), poll_s=poll_s, notice=notice)
+    attempts = backend if backend is not None else attempt_backend(managed)
+    return Controller(store, managed_id, template, attempts, poll_s=poll_s, notice=notice)
 
 
-def drive(store: st.Store, managed_id: str, notice: Callable[[str], None], poll_s: float = 5.0) -> st.Managed:
-    """Run (or continue) the managed job's controller here until it ends."""
+def drive(
+    store: st.Store,
+    managed_id: str,
+    notice: Callable[[str], None],
+    poll_s: float = 5.0,
+    backend: AttemptBackend | None = None,
+) -> st.Managed:
+    """Run (or continue) the managed job's controller here until it ends (over `backend`, default the one
+    its record names)."""
     with _lock(store, managed_id):
-        return controller(store, managed_id, notice, poll_s).run()
+        return controller(store, managed_id, notice, poll_s, backend).run()
 
 
 def drive_in_background(store: st.Store, managed_id: str) -> Path:

@@ -88,3 +88,67 @@ def pools_for(job_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
             made["diskSpec"] = dict(pool["diskSpec"])
         pools[shape] = made
     return list(pools.values())
+
+
+def resource_location(resource: Mapping[str, Any]) -> str | None:
+    """The region in a resource's full name (projects/P/locations/L/persistentResources/ID); None if bare."""
+    parts = str(resource.get("name", "")).split("/")
+    return parts[3] if len(parts) >= 4 and parts[2] == "locations" else None
+
+
+def resource_problems(job_spec: Mapping[str, Any], resource: Mapping[str, Any], location: str) -> list[str]:
+    """Why a job in `location` cannot run on `resource`: another region (a job uses only a resource of its
+    own location), a resource that is not RUNNING, or the pools' fit (`placement_problems`)."""
+    problems = []
+    where = resource_location(resource)
+    if where is not None and where != location:
+        problems.append(f"the persistent resource is in {where}, the job in {location} (it must be the same)")
+    state = str(resource.get("state") or "STATE_UNSPECIFIED")
+    if state != "RUNNING":
+        problems.append(f"the persistent resource is {state}, not RUNNING")
+    return problems + placement_problems(job_spec, resource)
+
+
+def describe_pools(pools: Sequence[Mapping[str, Any]]) -> str:
+    """`2 x a2-highgpu-4g with 4 x NVIDIA_TESLA_A100, 1 x n1-standard-8`: what a resource (would) hold."""
+    shapes = [(_replicas(pool), machine_shape(pool.get("machineSpec") or {})) for pool in pools]
+    return ", ".join(f"{count} x {describe_shape(shape)}" for count, shape in shapes)
+
+
+Shape = tuple[str, str, int]
+
+
+def replicas_asked(job_spec: Mapping[str, Any]) -> dict[Shape, int]:
+    """The machines a job holds while it runs: its replicas by machine shape."""
+    asked: dict[Shape, int] = {}
+    for pool in job_spec.get("workerPoolSpecs") or []:
+        replicas = int(pool.get("replicaCount") or 0) if pool else 0
+        if replicas:
+            shape = machine_shape(pool.get("machineSpec") or {})
+            asked[shape] = asked.get(shape, 0) + replicas
+    return asked
+
+
+def fits_free(job_spec: Mapping[str, Any], resource: Mapping[str, Any], in_use: Mapping[Shape, int]) -> bool:
+    """Whether the resource's machines not `in_use` (by the jobs running on it) can take the job now."""
+    capacity: dict[Shape, int] = {}
+    for pool in resource.get("resourcePools") or []:
+        shape = machine_shape(pool.get("machineSpec") or {})
+        capacity[shape] = capacity.get(shape, 0) + _replicas(pool)
+    return all(
+        asked <= capacity.get(shape, 0) - in_use.get(shape, 0)
+        for shape, asked in replicas_asked(job_spec).items()
+    )
+
+
+def with_used(resource: Mapping[str, Any], in_use: Mapping[Shape, int]) -> dict[str, Any]:
+    """The resource with each pool's `usedReplicaCount` (an int64, a decimal string in proto-JSON): the
+    machines of its shape in use, given to its pools in order, each up to what it holds."""
+    left = dict(in_use)
+    pools = []
+    for pool in resource.get("resourcePools") or []:
+        shape = machine_shape(pool.get("machineSpec") or {})
+        used = min(left.get(shape, 0), _replicas(pool))
+        left[shape] = left.get(shape, 0) - used
+        pools.append({**pool, "usedReplicaCount": str(used)})
+    return {**resource, "resourcePools": pools}

@@ -155,6 +155,7 @@ def train(args: argparse.Namespace) -> None:
         f" {total} parameters and {held_state} of {total} Adam moments, full parameters sha256 {checksum}",
         flush=True,
     )
+    torch.distributed.barrier()  # every rank gets here before any tears the group down
     torch.distributed.destroy_process_group()
 
 

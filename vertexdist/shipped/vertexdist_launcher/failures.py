@@ -1,7 +1,11 @@
 """What the launcher says when torchrun ends because a local rank failed. Pure.
 
 The last line names the replica, the local (and global) rank that failed first and how it ended, so that
-the last lines of a replica's log (all a job summary shows) say which process broke.
+the last lines of a replica's log (all a job summary shows) say which process broke. When that rank died of
+SIGABRT, a hint just before it says what that usually is and how a script avoids it: gloo/c10d abort the
+process (`terminate called without an active exception`) when a process group is torn down, or the
+interpreter exits, while a peer or the group's own threads are still communicating
+(docs/launchers/torchrun.md, "Ending a script safely").
 """
 
 from __future__ import annotations
@@ -31,6 +35,21 @@ def describe_exit(code: int) -> str:
     return f"exited with status {code}"
 
 
+# How a rank that died of SIGABRT ends: killed by signal 6 (as torchrun sees a worker it started
+# directly), or a shell's 128 + 6 when something in between ran it.
+SIGABRT_EXITS = (-int(signal.SIGABRT), 128 + int(signal.SIGABRT))
+ABORT_HINT = (
+    "SIGABRT at the end of a script usually means a process group was torn down (or the process exited) "
+    "while a peer was still communicating; end the script with dist.barrier() then "
+    "dist.destroy_process_group() (vertexdist docs: launchers/torchrun.md, Ending a script safely)"
+)
+
+
+def aborted(failure: WorkerFailure) -> bool:
+    """Whether the rank died of SIGABRT (what a process group torn down under a peer looks like)."""
+    return failure.exitcode in SIGABRT_EXITS
+
+
 def _what(failure: WorkerFailure) -> str:
     return (
         f"local rank {failure.local_rank} (global rank {failure.global_rank}) "
@@ -39,10 +58,13 @@ def _what(failure: WorkerFailure) -> str:
 
 
 def failure_lines(replica: str, failures: Sequence[WorkerFailure], first: WorkerFailure) -> list[str]:
-    """Lines for the log: the other failed ranks, the first one's error message, then the first one."""
+    """Lines for the log: the other failed ranks, the first one's error message, a hint when it died of
+    SIGABRT, then the first one."""
     lines = [f"{replica}: also ended: {_what(f)}" for f in failures if f != first]
     message = first.message.strip().splitlines()
     if message:
         lines.append(f"{replica}: local rank {first.local_rank}: {message[-1]}")
+    if aborted(first):
+        lines.append(f"{replica}: hint: {ABORT_HINT}")
     lines.append(f"{replica} failed: {_what(first)}")
     return lines

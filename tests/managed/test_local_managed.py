@@ -1,0 +1,188 @@
+"""`local-run` of a template with `recovery:`: the managed controller over local runs (real processes, the
+bundled trainer on CPU)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vertexdist.jobs.local_attempts import MARKER, LocalAttempts, LocalPlace
+from vertexdist.managed import store as st
+from vertexdist.managed.controller import Controller
+from vertexdist.managed.reasons import Reason, reason_of
+from vertexdist.spec import load_template
+
+pytestmark = [pytest.mark.integration]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _template(tmp: Path, *, samples: int, timeout: str = "240s") -> Path:
+    body = {
+        "display_name": "lm-test",
+        "project": "my-project",
+        "location": "us-central1",
+        "staging_bucket": "gs://my-bucket/staging",
+        "machine_type": "n1-standard-4",
+        "scheduling_strategy": "SPOT",
+        "replica_count": 1,
+        "trainer": {
+            "args": [
+                "--epochs=2",
+                "--batch-size=16",
+                f"--samples={samples}",
+                "--data=synthetic",
+                "--seed=3",
+                "--checkpoint-every=200",
+                "--keep-checkpoints=1000",
+            ],
+            "env": {"OMP_NUM_THREADS": "1"},
+        },
+        "timeout": timeout,
+        "recovery": {"max_preemptions": 3},
+    }
+    path = tmp / "job.yaml"
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "NO_GCE_CHECK": "true"}
+
+
+def _cli(cwd: Path, *args: str, timeout: float = 200) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vertexdist", *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_a_create_the_controller_did_not_record_is_found_by_its_label_not_made_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = _template(tmp_path, samples=200000)
+    template = load_template(path)
+    store = st.Store(tmp_path / "managed.sqlite")
+    managed = store.create(str(path), "local", {})
+    attempt = store.plan_attempt(managed.id, 0, "us-central1", "n1-standard-4", "SPOT")
+    place = LocalPlace(runs_dir=str(tmp_path / "runs"), grace_s=1.0)
+    # The first controller created the job, then died before writing `created`.
+    first = LocalAttempts(place)
+    created = first.create(template, attempt.label, None)
+    try:
+        again = LocalAttempts(place)  # the resumed controller's, in a "new process"
+        controller = Controller(store, managed.id, template, again, poll_s=0.05, sleep=lambda _s: None)
+        assert controller.step()
+        (recorded,) = store.attempts(managed.id)
+        assert recorded.phase == st.CREATED and recorded.job == created.name
+        assert len(list((tmp_path / "runs").glob(f"*/{MARKER}"))) == 1  # no second job
+        # A job this process did not start, and that has not ended, was lost with its supervisor.
+        status = again.describe(template, created.name)
+        assert status.state == "FAILED" and reason_of(status) is Reason.TRANSIENT
+        assert again.find(template, f"{managed.id}-a2") is None
+    finally:
+        first.interrupt()
+        first.wait()
+    assert first.describe(template, created.name).state == "CANCELLED"
+
+
+def test_ctrl_c_cancels_the_running_attempt_and_exits_130(tmp_path: Path) -> None:
+    path = _template(tmp_path, samples=2000000)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vertexdist", "local-run", str(path), "--grace", "2"],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    assert first.startswith("managed: m-"), first
+    managed_id = first.split()[1]
+    line = proc.stderr.readline()
+    assert "attempt 1: local-" in line, line
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    shown = json.loads(_cli(tmp_path, "managed", "status", managed_id, "--json").stdout)
+    assert shown["state"] == "CANCELLED"
+    assert [a["reason"] for a in shown["attempts"]] == ["CANCELLED"]
+    listed = _cli(tmp_path, "managed", "list").stdout
+    assert managed_id in listed and "CANCELLED" in listed
+
+
+def _outputs(err: str) -> Path:
+    (outputs,) = re.findall(r"^outputs: (.+)$", err, re.M)
+    return Path(outputs)
+
+
+def _preempt_after(err: str) -> float:
+    """From an undisturbed run: seconds from the replica's start to a third of the way through training
+    (its first and last checkpoints' times), so each preemption lands while the trainer trains."""
+    outputs = _outputs(err)
+    run_dir = Path(str(outputs).split("/gcs/", 1)[0])
+    started = next(
+        e["time"]
+        for e in map(json.loads, (run_dir / "events.jsonl").read_text().splitlines())
+        if e.get("replica_state") == "RUNNING"
+    )
+    stamps = sorted(p.stat().st_mtime for p in (outputs / "checkpoints").glob("step-*"))
+    return round(stamps[0] - started + (stamps[-1] - stamps[0]) / 3, 1)
+
+
+def _steps_lost(run_dirs: list[Path]) -> list[int]:
+    """For each attempt stopped on SIGTERM: the steps between its checkpoint and where the next resumed."""
+    logs = [next((d / "logs").glob("workerpool0-*.log")).read_text() for d in run_dirs]
+    lost = []
+    for stopped, resumed in itertools.pairwise(logs):
+        at = re.search(r"stopping on request after step (\d+)", stopped)
+        if at is None:
+            continue  # preempted before it trained (or checkpointed): nothing to lose
+        back = re.search(r"resumed from .*step (\d+)\s*$", resumed, re.M)
+        assert back is not None, resumed[-2000:]
+        lost.append(int(at.group(1)) - int(back.group(1)))
+    return lost
+
+
+@pytest.mark.slow
+def test_a_spot_run_preempted_twice_ends_with_the_same_model_bytes_as_an_undisturbed_run(
+    tmp_path: Path,
+) -> None:
+    path = _template(tmp_path, samples=60000)
+    undisturbed = _cli(tmp_path, "local-run", str(path))
+    assert undisturbed.returncode == 0, undisturbed.stderr[-3000:]
+    plan = tmp_path / "plan.yaml"
+    after = _preempt_after(undisturbed.stderr)
+    plan.write_text(
+        f"- kind: preempt\n  replica: workerpool0-0\n  after: {after}s\n  grace: 10s\n  times: 2\n"
+    )
+    preempted = _cli(tmp_path, "local-run", str(path), "--fault-plan", str(plan))
+    assert preempted.returncode == 0, preempted.stderr[-3000:]
+    managed_id = preempted.stdout.split()[1]
+    shown = json.loads(_cli(tmp_path, "managed", "status", managed_id, "--json").stdout)
+    reasons = [a["reason"] for a in shown["attempts"]]
+    assert reasons == ["PREEMPTED", "PREEMPTED", "SUCCEEDED"], (reasons, after)
+    runs = [tmp_path / ".vertexdist" / "runs" / a["job"] for a in shown["attempts"]]
+    lost = _steps_lost(runs)
+    assert lost and all(n == 0 for n in lost), (lost, after)
+    expected = hashlib.sha256((_outputs(undisturbed.stderr) / "model" / "model.pt").read_bytes())
+    actual = hashlib.sha256((_outputs(preempted.stderr) / "model" / "model.pt").read_bytes())
+    assert actual.hexdigest() == expected.hexdigest()

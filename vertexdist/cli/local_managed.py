@@ -1,0 +1,89 @@
+"""`local-run TEMPLATE` of a template with `recovery:`, and `managed resume ID` of such a managed job: the
+managed-job controller over local runs (`vertexdist.jobs.local_attempts`). Flags and printing only.
+
+Ctrl-C (or SIGTERM) cancels the running attempt; once its processes have stopped the command exits 130.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import typer
+
+from vertexdist.errors import JobFailedError
+
+if TYPE_CHECKING:
+    from vertexdist.jobs.local_attempts import LocalAttempts
+    from vertexdist.jobs.local_faults import LocalFaults
+    from vertexdist.managed.store import Store
+
+POLL_S = 0.25
+
+
+def _notice(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+def drive_local(store: Store, managed_id: str, attempts: LocalAttempts) -> None:
+    """Drive the managed job here until it ends; exit 0 when an attempt succeeded, 130 when interrupted."""
+    from vertexdist.managed import store as st
+    from vertexdist.managed.service import drive
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        attempts.interrupt()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        managed = drive(store, managed_id, _notice, poll_s=POLL_S, backend=attempts)
+        attempts.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    tried = store.attempts(managed_id)
+    last = tried[-1] if tried else None
+    summary = attempts.summary(last.job) if last is not None and last.job else None
+    if summary is not None and summary.get("output_path"):
+        typer.echo(f"outputs: {summary['output_path']}", err=True)
+    if managed.state == st.CANCELLED:
+        typer.echo(f"managed {managed.id} CANCELLED", err=True)
+        raise typer.Exit(130)
+    if managed.state != st.SUCCEEDED:
+        raise JobFailedError(
+            f"managed {managed.id} {managed.state}: {managed.why}",
+            hint=f"see its attempts: vertexdist managed status {managed.id}",
+        )
+    typer.echo(f"managed {managed.id} SUCCEEDED", err=True)
+
+
+def local_managed(
+    template: Path,
+    *,
+    runs_dir: Path,
+    procs_per_replica: int | None,
+    docker: bool,
+    warm: bool,
+    grace_s: float,
+    timeout_s: float | None,
+    faults: LocalFaults | None,
+) -> None:
+    """Record the managed job, print `managed: ID` first, then run its attempts here."""
+    import dataclasses
+
+    from vertexdist.jobs.local_attempts import LocalAttempts, LocalPlace
+    from vertexdist.managed.service import open_store, start_local
+
+    place = LocalPlace(
+        runs_dir=str(runs_dir.resolve()),
+        procs_per_replica=procs_per_replica,
+        docker=docker,
+        warm=warm,
+        grace_s=grace_s,
+        timeout_s=timeout_s,
+    )
+    store = open_store()
+    managed = start_local(store, template, dataclasses.asdict(place))
+    typer.echo(f"managed: {managed.id}")
+    drive_local(store, managed.id, LocalAttempts(place, faults))
