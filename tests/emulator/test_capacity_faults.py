@@ -215,6 +215,8 @@ def test_a_bad_fault_plan_names_the_entry_and_field(tmp_path: Path, cli_run: Any
     assert "Traceback" not in err
 
 
+# `after` is 3 s so that the first run has set its SIGTERM handler, even on a loaded machine, before
+# the fault fires.
 # First run: note it in the replica's folder (kept across restarts), then wait to be stopped, with HANDLER
 # on SIGTERM. A later run (the restarted replica) says so and succeeds.
 RESTARTED = (
@@ -232,7 +234,7 @@ CHECKPOINT_AND_EXIT = "lambda *_: (print('got SIGTERM', flush=True), sys.exit(0)
 def test_a_preemption_with_worker_restarts_restarts_the_replica_and_the_job_succeeds(
     emulator: Emulator, client: Any
 ) -> None:
-    faults = arm(emulator, "- kind: preempt\n  outcome: worker_restarts\n  after: 0.5s\n  grace: 5s\n")
+    faults = arm(emulator, "- kind: preempt\n  outcome: worker_restarts\n  after: 3s\n  grace: 5s\n")
     code = RESTARTED.replace("HANDLER", CHECKPOINT_AND_EXIT)
     created = client.create_custom_job(parent=PARENT, custom_job=job(code))
     found = wait_done(client, created.name, timeout=40)
@@ -248,7 +250,7 @@ def test_a_preemption_with_worker_restarts_restarts_the_replica_and_the_job_succ
 def test_maintenance_stops_the_replica_after_its_grace_and_restarts_it(
     emulator: Emulator, client: Any
 ) -> None:
-    arm(emulator, "- kind: maintenance\n  after: 0.5s\n  grace: 1s\n")
+    arm(emulator, "- kind: maintenance\n  after: 3s\n  grace: 1s\n")
     code = RESTARTED.replace("HANDLER", "signal.SIG_IGN")  # so only the SIGKILL after the grace ends it
     begun = time.monotonic()
     created = client.create_custom_job(parent=PARENT, custom_job=job(code))

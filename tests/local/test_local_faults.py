@@ -99,6 +99,8 @@ def test_a_bad_fault_plan_names_the_file_and_entry(workdir: Path, tmp_path: Path
     assert not any(record.iterdir())
 
 
+# `after` is 3 s so that the first run has set its SIGTERM handler, even on a loaded machine, before
+# the fault fires.
 # The replica's first run waits to be stopped (on SIGTERM it exits 0, as one that checkpoints does); its
 # next run, the restarted replica's, succeeds. The marker is in its own folder, kept across restarts.
 RESTARTED = """\
@@ -115,8 +117,8 @@ print("second run", flush=True)
 @pytest.mark.parametrize(
     "plan",
     [
-        "- kind: preempt\n  outcome: worker_restarts\n  after: 0.5s\n  grace: 5s\n",
-        "- kind: maintenance\n  after: 0.5s\n  grace: 5s\n",
+        "- kind: preempt\n  outcome: worker_restarts\n  after: 3s\n  grace: 5s\n",
+        "- kind: maintenance\n  after: 3s\n  grace: 5s\n",
     ],
     ids=["preempt-worker-restarts", "maintenance"],
 )

@@ -193,7 +193,7 @@ def test_an_ordinary_exception_still_ends_the_job_within_seconds(tmp_path: Path)
     result = job.wait(30)
     assert result is not None and result.state is JobState.FAILED
     assert result.error.replica == "workerpool1-0" and result.error.exit_code == 1
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 15
     assert result.restarts == 0 and _restarts(result) == {"workerpool0-0": 0, "workerpool1-0": 0}
     assert not [m for m in _messages(events) if "restarting" in m or "retrying" in m]
 
