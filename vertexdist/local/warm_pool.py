@@ -31,13 +31,11 @@ import contextlib
 import hashlib
 import importlib.machinery
 import io
-import json
 import os
 import runpy
 import selectors
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -49,6 +47,14 @@ from typing import IO, Any
 
 from vertexdist.local import gcs_namespace
 from vertexdist.local.gcs_namespace import UNMAPPED_VARIABLE
+from vertexdist.shipped.vertexdist_launcher.fork_protocol import (
+    ForkedProcess,
+    end_forked_child,
+    exit_code,
+    receive,
+    send,
+    status_code,
+)
 
 SOCKET_VARIABLE = "VERTEXDIST_WARM_SOCKET"
 IDLE_VARIABLE = "VERTEXDIST_WARM_IDLE_S"
@@ -60,8 +66,8 @@ GCS_SCRIPT = str(Path(gcs_namespace.__file__).resolve())
 ALLOWED_PYTHON_VARIABLES = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})
 PRELOAD = ("torch", "torch.distributed.run", "vertexdist_launcher.__main__", "trainer_pkg.task")
 RELOADABLE = ("trainer_pkg", "vertexdist_launcher")
-_HEADER = struct.Struct("!I")
 _PR_SET_PDEATHSIG = 1
+FDS_PER_REQUEST = 3  # the replica's stdin, stdout and stderr
 
 
 @dataclass(frozen=True)
@@ -113,29 +119,6 @@ def read_target(
 # ----- the pool's side --------------------------------------------------------------------------------
 
 
-def _send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
-    data = json.dumps(message).encode()
-    payload = _HEADER.pack(len(data)) + data
-    if fds:
-        sent = socket.send_fds(sock, [payload], list(fds))
-        sock.sendall(payload[sent:])
-    else:
-        sock.sendall(payload)
-
-
-def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
-    data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 3)
-    if not data:
-        return None
-    while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack(data[: _HEADER.size])[0]:
-        more = sock.recv(1 << 16)
-        if not more:
-            return None
-        data += more
-    (size,) = _HEADER.unpack(data[: _HEADER.size])
-    return json.loads(data[_HEADER.size : _HEADER.size + size]), fds
-
-
 def _preload() -> None:
     sys.path.insert(0, str(SHIPPED))
     try:
@@ -182,16 +165,6 @@ def _stdio(unbuffered: bool) -> None:
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(stdin)  # type: ignore[misc]
 
 
-def _exit_code(exc: SystemExit) -> int:
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
-
-
 _OWN_FRAMES = frozenset({__file__, runpy.__file__, "<frozen runpy>"})
 
 
@@ -233,7 +206,7 @@ def _run_child(target: WarmTarget, env: dict[str, str], base: Sequence[str], arg
             runpy.run_path(str(target.script), run_name="__main__")
         code = 0
     except SystemExit as exc:
-        code = _exit_code(exc)
+        code = exit_code(exc)
     except KeyboardInterrupt as exc:
         _report(exc)
         code = -int(signal.SIGINT)
@@ -305,10 +278,7 @@ class Pool:
             with contextlib.suppress(Exception):
                 sys.excepthook(*sys.exc_info())
                 sys.stderr.flush()
-        if code < 0:
-            signal.signal(-code, signal.SIG_DFL)
-            os.kill(os.getpid(), -code)
-        os._exit(code)
+        end_forked_child(code)
 
     def _prefork(self) -> None:
         """One more ready child: forked now, it waits for a replica's request (or end-of-file: it exits)."""
@@ -318,13 +288,13 @@ class Pool:
             try:
                 ours.close()
                 self._child_setup()
-                received = _receive(theirs)
+                received = receive(theirs, FDS_PER_REQUEST)
                 theirs.close()
                 if received is None:
                     os._exit(0)
                 request, fds = received
                 target = read_target(list(request["argv"]), dict(request["env"]))
-                if isinstance(target, str) or len(fds) != 3:
+                if isinstance(target, str) or len(fds) != FDS_PER_REQUEST:
                     os._exit(1)
             except BaseException:
                 os._exit(1)
@@ -342,7 +312,7 @@ class Pool:
             pid, sock = next(iter(self.ready.items()))
             del self.ready[pid]
             try:
-                _send(sock, request, fds)
+                send(sock, request, fds)
             except OSError:
                 continue
             finally:
@@ -352,8 +322,8 @@ class Pool:
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         target = read_target(list(request["argv"]), dict(request["env"]))
-        if isinstance(target, str) or len(fds) != 3:
-            _send(conn, {"cold": target if isinstance(target, str) else "no descriptors"})
+        if isinstance(target, str) or len(fds) != FDS_PER_REQUEST:
+            send(conn, {"cold": target if isinstance(target, str) else "no descriptors"})
             for fd in fds:
                 os.close(fd)
             conn.close()
@@ -371,7 +341,7 @@ class Pool:
         for fd in fds:
             os.close(fd)
         self.children[pid] = conn
-        _send(conn, {"pid": pid})
+        send(conn, {"pid": pid})
         self._refill()
 
     def _reap(self) -> None:
@@ -388,9 +358,9 @@ class Pool:
             conn = self.children.pop(pid, None)
             if conn is None:
                 continue
-            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            code = status_code(status)
             with contextlib.suppress(OSError):
-                _send(conn, {"exit": code})
+                send(conn, {"exit": code})
             with contextlib.suppress(KeyError, ValueError):
                 self.selector.unregister(conn)
             conn.close()
@@ -446,7 +416,7 @@ class Pool:
 
     def _handle(self, conn: socket.socket) -> None:
         try:
-            received = _receive(conn)
+            received = receive(conn, FDS_PER_REQUEST)
         except (OSError, ValueError):
             conn.close()
             return
@@ -457,7 +427,7 @@ class Pool:
         if request.get("op") == "ping":
             import torch
 
-            _send(
+            send(
                 conn,
                 {
                     "pid": os.getpid(),
@@ -473,35 +443,10 @@ class Pool:
 # ----- the runner's side ------------------------------------------------------------------------------
 
 
-class WarmProcess:
+class WarmProcess(ForkedProcess):
     """A forked replica, as the runner sees it: Popen's `pid`, `wait()`, `poll()` and `returncode`."""
 
-    def __init__(self, conn: socket.socket, pid: int) -> None:
-        self._conn = conn
-        self.pid = pid
-        self.returncode: int | None = None
-        self._lock = threading.Lock()
-
-    def wait(self, timeout: float | None = None) -> int:
-        with self._lock:
-            if self.returncode is None:
-                self._conn.settimeout(timeout)
-                try:
-                    received = _receive(self._conn)
-                except (TimeoutError, BlockingIOError):  # wait(0): a non-blocking socket
-                    raise subprocess.TimeoutExpired("warm replica", timeout or 0) from None
-                except OSError:
-                    received = None
-                # No report: the pool died, and PR_SET_PDEATHSIG killed its replicas with it.
-                self.returncode = int(received[0]["exit"]) if received else -int(signal.SIGKILL)
-                self._conn.close()
-            return self.returncode
-
-    def poll(self) -> int | None:
-        try:
-            return self.wait(0.0)
-        except subprocess.TimeoutExpired:
-            return None
+    what = "warm replica"
 
 
 def ping(path: Path) -> dict[str, Any] | None:
@@ -510,8 +455,8 @@ def ping(path: Path) -> dict[str, Any] | None:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(5.0)
             sock.connect(str(path))
-            _send(sock, {"op": "ping"})
-            received = _receive(sock)
+            send(sock, {"op": "ping"})
+            received = receive(sock, FDS_PER_REQUEST)
     except OSError:
         return None
     return received[0] if received else None
@@ -588,12 +533,12 @@ class WarmSpawner:
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             conn.connect(str(self.path))
             with open(os.devnull, "rb") as null:
-                _send(
+                send(
                     conn,
                     {"argv": list(argv), "env": dict(env), "cwd": str(cwd)},
                     [null.fileno(), stdout.fileno(), stderr],
                 )
-            answer = _receive(conn)
+            answer = receive(conn, FDS_PER_REQUEST)
         except OSError as exc:
             return self._cold(
                 f"the pool at {self.path} cannot be reached ({exc})", argv, env, cwd, stdout, stderr

@@ -24,50 +24,22 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import selectors
 import signal
 import socket
-import struct
-import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .fork_protocol import ForkedProcess, end_forked_child, exit_code, receive, send, status_code
 from .worker import PARENT_VARIABLE
 
 # Whether this interpreter had torch imported before the launcher was: a warm pool's fork.
 ARRIVED_WARM = "torch" in sys.modules
 WORKER_MODULE = "vertexdist_launcher.worker"
-_HEADER = struct.Struct("!I")
 _PR_SET_PDEATHSIG = 1
-
-
-def _send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
-    data = json.dumps(message).encode()
-    payload = _HEADER.pack(len(data)) + data
-    if fds:
-        sent = socket.send_fds(sock, [payload], list(fds))
-        sock.sendall(payload[sent:])
-    else:
-        sock.sendall(payload)
-
-
-def _receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any], list[int]] | None:
-    data, fds, _flags, _addr = (
-        socket.recv_fds(sock, 1 << 16, max_fds) if max_fds else (sock.recv(1 << 16), [], 0, None)
-    )
-    if not data:
-        return None
-    while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack(data[: _HEADER.size])[0]:
-        more = sock.recv(1 << 16)
-        if not more:
-            return None
-        data += more
-    (size,) = _HEADER.unpack(data[: _HEADER.size])
-    return json.loads(data[_HEADER.size : _HEADER.size + size]), fds
 
 
 def worker_args(args: Sequence[str], python: str = sys.executable) -> list[str] | None:
@@ -77,16 +49,6 @@ def worker_args(args: Sequence[str], python: str = sys.executable) -> list[str] 
     if words[:4] == [python, "-u", "-m", WORKER_MODULE]:
         return words[4:]
     return None
-
-
-def _exit_code(exc: SystemExit) -> int:
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
 
 
 def _run_worker(args: list[str], env: dict[str, str], cwd: str) -> int:
@@ -110,7 +72,7 @@ def _run_worker(args: list[str], env: dict[str, str], cwd: str) -> int:
         main(args)
         code = 0
     except SystemExit as exc:
-        code = _exit_code(exc)
+        code = exit_code(exc)
     except KeyboardInterrupt as exc:
         sys.excepthook(type(exc), exc, exc.__traceback__)
         code = -int(signal.SIGINT)
@@ -169,15 +131,12 @@ class _Server:
                 with contextlib.suppress(Exception):
                     sys.excepthook(*sys.exc_info())
                     sys.stderr.flush()
-            if code < 0:
-                signal.signal(-code, signal.SIG_DFL)
-                os.kill(os.getpid(), -code)
-            os._exit(code)
+            end_forked_child(code)
         for fd in stdio:
             os.close(fd)
         self.children[pid] = reply
         with contextlib.suppress(OSError):
-            _send(reply, {"pid": pid})
+            send(reply, {"pid": pid})
 
     def _reap(self) -> None:
         while self.children:
@@ -190,9 +149,9 @@ class _Server:
             reply = self.children.pop(pid, None)
             if reply is None:
                 continue
-            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            code = status_code(status)
             with contextlib.suppress(OSError):
-                _send(reply, {"exit": code})
+                send(reply, {"exit": code})
             reply.close()
 
     def serve(self) -> None:
@@ -216,7 +175,7 @@ class _Server:
                     with contextlib.suppress(OSError):
                         os.read(wake_read, 4096)
                 elif key.data == "control":
-                    received = _receive(self.control, 4)
+                    received = receive(self.control, 4)
                     if received is None:  # the launcher closed its end: it is done
                         os._exit(0)
                     request, fds = received
@@ -228,35 +187,10 @@ class _Server:
             self._reap()
 
 
-class ForkedWorker:
+class ForkedWorker(ForkedProcess):
     """A worker forked by the fork server, as torchrun's handler uses a Popen: pid, poll, wait, returncode."""
 
-    def __init__(self, conn: socket.socket, pid: int) -> None:
-        self._conn = conn
-        self.pid = pid
-        self.returncode: int | None = None
-        self._lock = threading.Lock()
-
-    def wait(self, timeout: float | None = None) -> int:
-        with self._lock:
-            if self.returncode is None:
-                self._conn.settimeout(timeout)
-                try:
-                    received = _receive(self._conn)
-                except (TimeoutError, BlockingIOError):  # wait(0): a non-blocking socket
-                    raise subprocess.TimeoutExpired("forked worker", timeout or 0) from None
-                except OSError:
-                    received = None
-                # No report: the fork server died, and PR_SET_PDEATHSIG killed the worker with it.
-                self.returncode = int(received[0]["exit"]) if received else -int(signal.SIGKILL)
-                self._conn.close()
-            return self.returncode
-
-    def poll(self) -> int | None:
-        try:
-            return self.wait(0.0)
-        except subprocess.TimeoutExpired:
-            return None
+    what = "forked worker"
 
 
 class ForkServer:
@@ -285,13 +219,13 @@ class ForkServer:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self._lock:
-                _send(
+                send(
                     self._control,
                     {"args": list(args), "env": env, "cwd": os.getcwd()},
                     [*stdio, theirs.fileno()],
                 )
             theirs.close()
-            answer = _receive(mine)
+            answer = receive(mine)
         except OSError:
             theirs.close()
             mine.close()
