@@ -21,6 +21,11 @@ SHIPPED = Path(__file__).resolve().parents[2] / "vertexdist" / "shipped"
 LAUNCHER = """
 import json, os, signal, sys, time
 import torch
+
+
+def say(line):  # one write: the worker writes to the same pipe
+    os.write(1, (json.dumps(line) + "\\n").encode())
+
 from vertexdist_launcher import worker_fork
 assert worker_fork.ARRIVED_WARM
 os.environ["VERTEXDIST_LAUNCHER_PID"] = str(os.getpid())
@@ -30,15 +35,16 @@ from torch.distributed.elastic.multiprocessing.subprocess_handler import get_sub
 handler = get_subprocess_handler(
     sys.executable, ("-u", "-m", "vertexdist_launcher.worker", *sys.argv[1:]), {"RANK": "3"}, "", "", 0
 )
-print(json.dumps({"launcher": os.getpid(), "server": server.pid, "worker": handler.proc.pid}), flush=True)
+say({"launcher": os.getpid(), "server": server.pid, "worker": handler.proc.pid})
 if os.environ.get("HANG"):
     time.sleep(60)
-print(json.dumps({"exit": handler.proc.wait(30), "polled": handler.proc.poll()}), flush=True)
+say({"exit": handler.proc.wait(30), "polled": handler.proc.poll()})
 """
 WORKER = """
 import json, os, sys, time
-print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "argv": sys.argv,
-                  "rank": os.environ.get("RANK"), "main": __name__, "cwd": os.getcwd()}), flush=True)
+line = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "argv": sys.argv,
+        "rank": os.environ.get("RANK"), "main": __name__, "cwd": os.getcwd()}
+os.write(1, (json.dumps(line) + "\\n").encode())  # one write: the launcher writes to the same pipe
 print("to stderr", file=sys.stderr, flush=True)
 if len(sys.argv) > 1 and sys.argv[1] == "sleep":
     time.sleep(60)
