@@ -154,6 +154,7 @@ def _steps_lost(run_dirs: list[Path]) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(480)  # up to 3 aims of 2 runs each on a loaded machine
 def test_a_spot_run_preempted_twice_ends_with_the_same_model_bytes_as_an_undisturbed_run(
     tmp_path: Path,
 ) -> None:
