@@ -3,7 +3,8 @@
 each rank computed checked against the same model trained unsplit in this process.
 
 The DeepSpeed job comes from the job's requirements environment (trainer.requirements: deepspeed, found
-installed by the `strategies` extra); its first run on a machine builds DeepSpeed's CPU op once (cached)."""
+installed by the `strategies` extra); its first run in a venv builds DeepSpeed's CPU op once (cached per
+venv: tests/conftest.py)."""
 
 from __future__ import annotations
 
