@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -217,3 +218,37 @@ def test_an_unknown_id_and_a_bad_attempt_are_clear_errors(
     code, err = run("managed", "logs", managed.id, "--attempt", "0")
     assert code == 2 and "--attempt 0 is out of range" in err and "attempts 1 to 1" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.integration
+def test_ctrl_c_stops_following_with_130_and_leaves_the_attempt_running(tmp_path: Path) -> None:
+    run = subprocess.Popen(
+        _command("local-run", str(_template(tmp_path, sleep=60.0)), "--grace", "1"),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert run.stdout is not None
+        managed_id = run.stdout.readline().split()[1]
+        follow = subprocess.Popen(
+            _command("managed", "logs", managed_id, "--follow"),
+            cwd=tmp_path,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert follow.stdout is not None
+        assert follow.stdout.readline().startswith(f"== attempt 1 of {managed_id}: local-")
+        assert follow.stdout.readline() == "[workerpool0-0] run 1 started\n"
+        follow.send_signal(signal.SIGINT)
+        _, err = follow.communicate(timeout=30)
+        assert follow.returncode == 130, err
+        assert "Traceback" not in err
+        assert run.poll() is None  # following stopped, not the managed job
+    finally:
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=60)
