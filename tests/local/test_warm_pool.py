@@ -157,3 +157,22 @@ def test_the_pool_answers_after_a_replica_is_forked_and_ends(tmp_path: Path, poo
     time.sleep(0.1)
     assert f"['{script}', 'a'] __main__ {tmp_path}" in log.read_text()
     subprocess.run(["true"], check=True)
+
+
+@pytest.mark.parametrize("replica_start", ["warm"], indirect=True)
+def test_the_contract_tests_warm_check_fails_on_a_replica_started_cold(
+    tmp_path: Path, record_dir: Path, kit: Any, replica_start: Any
+) -> None:
+    """The check every warm contract test ends with (tests/conftest.py) can fail: here one replica is
+    forked and the other, a `python -c` command, starts cold for a reason the test did not expect."""
+    from vertexdist.local import JobContext
+
+    spec = kit.standin_spec(record_dir, workers=1)
+    spec["workerPoolSpecs"][1]["containerSpec"]["command"] = [sys.executable, "-c", "print('cold')"]
+    ctx = JobContext(job_id="c", project="p", region="us-central1", gcs_root=str(tmp_path / "run" / "gcs"))
+    job = replica_start.start_job(spec, ctx, run_dir=tmp_path / "run", fetch_package=str, grace_s=2.0)
+    result = job.wait(60)
+    assert result is not None and result.state is JobState.SUCCEEDED, result
+    with pytest.raises(AssertionError, match="workerpool1-0.log: vertexdist: warm pool: " + COLD):
+        replica_start.check()
+    replica_start.expect_cold("is not -m MODULE or a script")  # the teardown's check passes with it
