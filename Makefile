@@ -54,8 +54,9 @@ demo: venv
 
 bench: venv
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
-	# The warm pool's variants (local-run --warm, emulator start --warm), each against its cold baseline.
-	for b in bench_local_run bench_submit; do echo "== bench/$$b.py --warm"; $(PY) bench/$$b.py --warm || exit 1; done
+	# The warm pool's variants (local-run --warm for a script and for torchrun, emulator start --warm), each against
+	# torchrun by hand or the SDK in the same script.
+	for b in bench_local_run bench_launcher bench_submit; do echo "== bench/$$b.py --warm"; $(PY) bench/$$b.py --warm || exit 1; done
 
 clean:
 	rm -rf $(VENV) .vertexdist .pytest_cache .mypy_cache .ruff_cache site

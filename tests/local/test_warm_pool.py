@@ -159,6 +159,23 @@ def test_the_pool_answers_after_a_replica_is_forked_and_ends(tmp_path: Path, poo
     subprocess.run(["true"], check=True)
 
 
+@pytest.mark.parametrize("uncaught", ["ValueError('bad row 3')", "KeyboardInterrupt"])
+def test_an_uncaught_exception_prints_and_exits_as_a_new_interpreter_would(
+    tmp_path: Path, pool: Path, uncaught: str
+) -> None:
+    """The traceback starts at the script's own frame (not the pool's or runpy's), as `python SCRIPT`'s."""
+    script = tmp_path / "fails.py"
+    script.write_text(f"def load():\n    raise {uncaught}\n\n\nload()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
+    cold = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=False)
+    log = tmp_path / "warm.log"
+    with log.open("ab") as out:
+        warm = WarmSpawner(pool)([sys.executable, str(script)], env, tmp_path, out, out.fileno())
+        code = warm.wait(30)
+    assert COLD not in log.read_text()
+    assert (code, log.read_text()) == (cold.returncode, cold.stderr)
+
+
 @pytest.mark.parametrize("replica_start", ["warm"], indirect=True)
 def test_the_contract_tests_warm_check_fails_on_a_replica_started_cold(
     tmp_path: Path, record_dir: Path, kit: Any, replica_start: Any

@@ -50,8 +50,8 @@ from vertexdist.local.gcs_namespace import UNMAPPED_VARIABLE
 from vertexdist.shipped.vertexdist_launcher.fork_protocol import (
     ForkedProcess,
     end_forked_child,
-    exit_code,
     receive,
+    run_as_python,
     send,
     status_code,
 )
@@ -168,15 +168,6 @@ def _stdio(unbuffered: bool) -> None:
 _OWN_FRAMES = frozenset({__file__, runpy.__file__, "<frozen runpy>"})
 
 
-def _report(exc: BaseException) -> None:
-    """The uncaught exception as Python prints it, from the replica's own code: the pool's frames and runpy's
-    that brought it there are left out (they would push the user's lines out of the replica's last lines)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename in _OWN_FRAMES:
-        tb = tb.tb_next
-    sys.excepthook(type(exc), exc.with_traceback(tb), tb)  # Python prints the exception's own traceback
-
-
 def _run_child(target: WarmTarget, env: dict[str, str], base: Sequence[str], argv: Sequence[str]) -> int:
     """In the forked child, once its descriptors, folder and session are in place: the replica's code."""
     os.environ.clear()
@@ -199,28 +190,14 @@ def _run_child(target: WarmTarget, env: dict[str, str], base: Sequence[str], arg
     sys.path[:] = path
     _forget_stale(path)
     importlib.invalidate_caches()
-    try:
-        if target.module is not None:
-            runpy.run_module(target.module, run_name="__main__", alter_sys=True)
-        else:
-            runpy.run_path(str(target.script), run_name="__main__")
-        code = 0
-    except SystemExit as exc:
-        code = exit_code(exc)
-    except KeyboardInterrupt as exc:
-        _report(exc)
-        code = -int(signal.SIGINT)
-    except BaseException as exc:
-        _report(exc)
-        code = 1
-    with contextlib.suppress(Exception):
-        threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads, as Python's exit joins them
-    with contextlib.suppress(Exception):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    return code
+    module, script = target.module, str(target.script)
+
+    def main() -> object:
+        if module is not None:
+            return runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return runpy.run_path(script, run_name="__main__")
+
+    return run_as_python(main, _OWN_FRAMES)
 
 
 class Pool:

@@ -8,6 +8,8 @@ the rest of the launcher.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import signal
@@ -16,7 +18,7 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 _HEADER = struct.Struct("!I")
@@ -59,6 +61,41 @@ def exit_code(exc: SystemExit) -> int:
         return code & 0xFF
     print(code, file=sys.stderr)
     return 1
+
+
+def report_uncaught(exc: BaseException, own_files: Collection[str] = ()) -> None:
+    """An uncaught exception as Python prints it, from the program's own code on: the frames of `own_files`
+    (the fork server's, runpy's) that brought it there are left out, as a new interpreter has none of them."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename in own_files:
+        tb = tb.tb_next
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+
+
+def run_as_python(main: Callable[[], object], own_files: Collection[str] = ()) -> int:
+    """Run a forked child's program `main` and end it as the interpreter would end: the exit status Python
+    gives (SystemExit, -SIGINT for KeyboardInterrupt, 1 for anything else, printed first), non-daemon threads
+    joined, atexit handlers run, stdout and stderr flushed. The caller ends the process with that code."""
+    own = {__file__, *own_files}
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except KeyboardInterrupt as exc:
+        report_uncaught(exc, own)
+        code = -int(signal.SIGINT)
+    except BaseException as exc:
+        report_uncaught(exc, own)
+        code = 1
+    with contextlib.suppress(Exception):
+        threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads, as Python's exit joins them
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    return code
 
 
 def status_code(status: int) -> int:

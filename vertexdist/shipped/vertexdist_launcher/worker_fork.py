@@ -33,7 +33,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .fork_protocol import ForkedProcess, end_forked_child, exit_code, receive, send, status_code
+from .fork_protocol import ForkedProcess, end_forked_child, receive, run_as_python, send, status_code
 from .worker import PARENT_VARIABLE
 
 # Whether this interpreter had torch imported before the launcher was: a warm pool's fork.
@@ -66,32 +66,8 @@ def _run_worker(args: list[str], env: dict[str, str], cwd: str) -> int:
 
     sys.argv = [worker.__file__ or WORKER_MODULE, *args]
     sys.path[0] = cwd  # as `python -m` puts the working folder first
-    main = worker.main
-
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exit_code(exc)
-    except KeyboardInterrupt as exc:
-        sys.excepthook(type(exc), exc, exc.__traceback__)
-        code = -int(signal.SIGINT)
-    except BaseException as exc:
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename == __file__:
-            tb = tb.tb_next  # from the worker module's frames on, as a new interpreter prints it
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        code = 1
-    with contextlib.suppress(Exception):
-        threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads, as Python's exit joins them
-    import atexit
-
-    with contextlib.suppress(Exception):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    return code
+    # From the worker module's frames on, as a new interpreter prints a traceback.
+    return run_as_python(lambda: worker.main(args), own_files={__file__})
 
 
 class _Server:
