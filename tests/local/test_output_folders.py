@@ -88,16 +88,17 @@ def test_a_rerun_trains_from_step_0_and_resuming_is_explicit(
     assert second["output_dir"].endswith(f"/output-folders/{second['job_id']}")
     assert _started_fresh(first) and _started_fresh(second), (_metrics(first), _metrics(second))
 
-    resumed_proc = _local_run(workdir, "--resume-from", first["job_id"], start=replica_start)
+    # The rerun is resumed (not `first`: each variant resumes a run of its own, so `first` stays fresh).
+    resumed_proc = _local_run(workdir, "--resume-from", second["job_id"], start=replica_start)
     resumed = _finish(resumed_proc)
-    assert resumed["output_dir"] == first["output_dir"]
-    assert Path(resumed["output_path"]).resolve() == Path(first["output_path"]).resolve()
-    events = _metrics(resumed)  # the first run's file, continued
+    assert resumed["output_dir"] == second["output_dir"]
+    assert Path(resumed["output_path"]).resolve() == Path(second["output_path"]).resolve()
+    events = _metrics(resumed)  # the second run's file, continued
     last_step = max(e["global_step"] for e in events if e["event"] == "done")
     assert [e["global_step"] for e in events if e["event"] == "resumed"] == [last_step]
     # The resumed run's spec names the folder it continued, as the request to Vertex would.
     spec = json.loads((Path(resumed["run_dir"]) / "job.json").read_text())
-    assert spec["baseOutputDirectory"]["outputUriPrefix"] == first["output_dir"]
+    assert spec["baseOutputDirectory"]["outputUriPrefix"] == second["output_dir"]
 
 
 def test_two_runs_at_once_both_succeed_in_their_own_folders(workdir: Path, replica_start: Any) -> None:
