@@ -60,6 +60,13 @@ def read_config(name: str) -> dict[str, Any]:
     return config
 
 
+def say(line: str) -> None:
+    """Print one line in one write: torchrun starts the ranks with `python -u`, where print() writes the
+    text and its newline separately, so two ranks sharing a log could glue their lines together."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def make_model(features: int, hidden: int) -> nn.Sequential:
     return nn.Sequential(
         nn.Linear(features, hidden),
@@ -130,7 +137,7 @@ def train(args: argparse.Namespace) -> None:
         path, client_state = engine.load_checkpoint(str(checkpoints))
         start = int((client_state or {}).get("step", 0))
         if rank == 0:
-            print(f"Resumed from {path} at step {start}", flush=True)
+            say(f"Resumed from {path} at step {start}")
 
     device = engine.device
     criterion = nn.BCEWithLogitsLoss()
@@ -145,15 +152,14 @@ def train(args: argparse.Namespace) -> None:
         if done % args.checkpoint_every == 0 or done == args.steps:
             engine.save_checkpoint(str(checkpoints), tag=f"step{done}", client_state={"step": done})
     if rank == 0 and args.steps > start:
-        print(f"Step {args.steps}, loss {loss.item():.4f}; checkpoint step{args.steps}", flush=True)
+        say(f"Step {args.steps}, loss {loss.item():.4f}; checkpoint step{args.steps}")
 
     held_params, held_state, total = held_elements(model, engine, stage)
     checksum = full_parameters_sha256(model, stage)
-    print(
+    say(
         f"rank {rank}/{world_size} (node {os.environ.get('GROUP_RANK', '0')}, local rank {local_rank}/"
         f"{os.environ.get('LOCAL_WORLD_SIZE', '1')}): done, ZeRO stage {stage}, holds {held_params} of"
-        f" {total} parameters and {held_state} of {total} Adam moments, full parameters sha256 {checksum}",
-        flush=True,
+        f" {total} parameters and {held_state} of {total} Adam moments, full parameters sha256 {checksum}"
     )
     torch.distributed.barrier()  # every rank gets here before any tears the group down
     torch.distributed.destroy_process_group()
