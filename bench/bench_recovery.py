@@ -23,7 +23,6 @@ fault plan (a real preempt: SIGTERM to the replica's processes, SIGKILL after th
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -38,6 +37,7 @@ from typing import Any, TypeVar
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from trainer_pkg.resume_lines import steps_lost  # noqa: E402
 from vertexdist.backends.base import JobStatus  # noqa: E402
 from vertexdist.emulator import Emulator  # noqa: E402
 from vertexdist.jobs.submit import Where  # noqa: E402
@@ -229,12 +229,7 @@ def bundled_trainer() -> None:
             next((root / ".vertexdist" / "runs" / a["job"] / "logs").glob("*.log")).read_text()
             for a in shown["attempts"]
         ]
-        lost = []
-        for stopped, resumed in itertools.pairwise(logs):
-            at = re.search(r"stopping on request after step (\d+)", stopped)
-            back = re.search(r"resumed from .*step (\d+)\s*$", resumed, re.M)
-            if at and back:
-                lost.append(int(at.group(1)) - int(back.group(1)))
+        lost = steps_lost(logs)
         same = (
             hashlib.sha256((outputs / "model" / "model.pt").read_bytes()).digest()
             == hashlib.sha256((_outputs(hit.stderr) / "model" / "model.pt").read_bytes()).digest()

@@ -33,6 +33,7 @@ from trainer_pkg.data import Dataset, EpochShard, feature_scaling, load_dataset,
 from trainer_pkg.errors import TrainerError, is_lost_peer
 from trainer_pkg.hypertune import MetricReporter
 from trainer_pkg.model import build_model
+from trainer_pkg.resume_lines import STOPPED
 from trainer_pkg.scalars import Scalars
 from trainer_pkg.strategies import Strategy, build_strategy
 
@@ -407,7 +408,7 @@ class Worker:
         if flag == 0:
             return
         self._checkpoint()
-        self._say(f"stopping on request after step {self.progress.global_step}; checkpoint saved")
+        self._say(STOPPED.format(step=self.progress.global_step))
         raise Stopped
 
     def _checkpoint(self) -> None:

@@ -4,7 +4,6 @@ bundled trainer on CPU)."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from trainer_pkg.resume_lines import steps_lost
 from vertexdist.jobs.local_attempts import MARKER, LocalAttempts, LocalPlace
 from vertexdist.managed import store as st
 from vertexdist.managed.controller import Controller
@@ -150,19 +150,11 @@ def _preempt_after(err: str) -> float:
 
 def _steps_lost(run_dirs: list[Path]) -> list[int]:
     """For each attempt stopped on SIGTERM: the steps between its checkpoint and where the next resumed."""
-    logs = [next((d / "logs").glob("workerpool0-*.log")).read_text() for d in run_dirs]
-    lost = []
-    for stopped, resumed in itertools.pairwise(logs):
-        at = re.search(r"stopping on request after step (\d+)", stopped)
-        if at is None:
-            continue  # preempted before it trained (or checkpointed): nothing to lose
-        back = re.search(r"resumed from .*step (\d+)\s*$", resumed, re.M)
-        assert back is not None, resumed[-2000:]
-        lost.append(int(at.group(1)) - int(back.group(1)))
-    return lost
+    return steps_lost([next((d / "logs").glob("workerpool0-*.log")).read_text() for d in run_dirs])
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(480)  # up to 3 aims of 2 runs each on a loaded machine
 def test_a_spot_run_preempted_twice_ends_with_the_same_model_bytes_as_an_undisturbed_run(
     tmp_path: Path,
 ) -> None:
@@ -171,14 +163,20 @@ def test_a_spot_run_preempted_twice_ends_with_the_same_model_bytes_as_an_undistu
     assert undisturbed.returncode == 0, undisturbed.stderr[-3000:]
     plan = tmp_path / "plan.yaml"
     after = _preempt_after(undisturbed.stderr)
-    plan.write_text(
-        f"- kind: preempt\n  replica: workerpool0-0\n  after: {after}s\n  grace: 10s\n  times: 2\n"
-    )
-    preempted = _cli(tmp_path, "local-run", str(path), "--fault-plan", str(plan))
-    assert preempted.returncode == 0, preempted.stderr[-3000:]
-    managed_id = preempted.stdout.split()[1]
-    shown = json.loads(_cli(tmp_path, "managed", "status", managed_id, "--json").stdout)
-    reasons = [a["reason"] for a in shown["attempts"]]
+    for _aim in range(3):
+        plan.write_text(
+            f"- kind: preempt\n  replica: workerpool0-0\n  after: {after}s\n  grace: 10s\n  times: 2\n"
+        )
+        preempted = _cli(tmp_path, "local-run", str(path), "--fault-plan", str(plan))
+        assert preempted.returncode == 0, preempted.stderr[-3000:]
+        managed_id = preempted.stdout.split()[1]
+        shown = json.loads(_cli(tmp_path, "managed", "status", managed_id, "--json").stdout)
+        reasons = [a["reason"] for a in shown["attempts"]]
+        if reasons.count("PREEMPTED") == 2 or reasons[-1] != "SUCCEEDED":
+            break
+        # An attempt ended before its preemption's time: it outpaced the undisturbed run (whose machine was
+        # busier: 2 shared cores), so the aim was late. Aim earlier; the fault plan is time-based.
+        after = round(after * 0.6, 1)
     assert reasons == ["PREEMPTED", "PREEMPTED", "SUCCEEDED"], (reasons, after)
     runs = [tmp_path / ".vertexdist" / "runs" / a["job"] for a in shown["attempts"]]
     lost = _steps_lost(runs)
