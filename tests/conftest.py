@@ -561,3 +561,214 @@ def no_user_namespaces() -> Callable[[Sequence[str]], list[str]]:
     if probe.returncode != 0:
         pytest.skip(f"no user namespace to restrict here: {probe.stderr.strip()}")
     return wrap
+
+
+# ----- contract tests, cold and warm (issue 26) ------------------------------------------------------------
+#
+# A test that takes the `replica_start` fixture runs twice: cold, as replicas always start, and warm, with
+# every replica that can be forked forked from a warm pool (`vertexdist.local.warm_pool`): the session's
+# pool for local-run's path (`--warm`, or in process), a `--warm` emulator's own for the emulator's. A test
+# that parametrizes `replica_start` itself (`["cold"]`, say) chooses its own modes.
+
+COLD_LINE = "starting this replica cold"
+WARM_IDLE_S = 3600.0  # longer than any session's gap between warm tests; stopped at the end in any case
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "replica_start" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [name.strip() for name in names.split(",")]
+        if "replica_start" in names:
+            return
+    metafunc.parametrize("replica_start", ["cold", "warm"], indirect=True)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2] == "Z"
+
+
+@pytest.fixture(scope="session")
+def warm_pool_socket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One warm pool per session (per xdist worker), so torch is imported once for every warm variant;
+    stopped and waited for at the end (its replicas die with it: PR_SET_PDEATHSIG)."""
+    import os
+    import signal
+    import time
+
+    from vertexdist.local.warm_pool import start_pool
+
+    path = tmp_path_factory.mktemp("warm-pool") / "pool.sock"
+    pid = start_pool(path, idle_s=WARM_IDLE_S)
+    try:
+        yield path
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+class ReplicaStart:
+    """How a contract test's replicas start (`mode`: cold or warm), and, for warm, the check after the
+    test: the pool forked replicas for it, it is the same pool (started once, CUDA never initialised), and
+    no replica started cold but for a reason the test expects (`expect_cold`)."""
+
+    def __init__(self, mode: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.mode = mode
+        self.warm = mode == "warm"
+        self._request = request
+        self._monkeypatch = monkeypatch
+        self._roots: dict[Path, set[Path]] = {}
+        self._pool: tuple[Path, int, int] | None = None  # (socket, the pool's pid, replicas it had forked)
+        self._expected: tuple[str, ...] = ()
+        self._forks = True
+
+    @property
+    def socket(self) -> Path:
+        """The session's warm pool (started on first use; an emulator's tests never start it)."""
+        return Path(self._request.getfixturevalue("warm_pool_socket"))
+
+    def _need_pool(self, path: Path | None = None) -> None:
+        """Count the forks of `path`'s pool (default: the session's, which `local-run --warm` then finds
+        through VERTEXDIST_WARM_SOCKET) from now on."""
+        from vertexdist.local.warm_pool import SOCKET_VARIABLE
+
+        if self._pool is not None and (path is None or path == self._pool[0]):
+            return
+        if path is None:
+            path = self.socket
+            self._monkeypatch.setenv(SOCKET_VARIABLE, str(path))
+        self._use_pool(path)
+
+    @property
+    def flags(self) -> list[str]:
+        return ["--warm"] if self.warm else []
+
+    def local_run(self, python: str | None = None) -> list[str]:
+        """`python -m vertexdist local-run` (with `--warm` for warm: the session's pool, through the
+        environment)."""
+        import sys
+
+        if self.warm:
+            self._need_pool()
+        return [python or sys.executable, "-m", "vertexdist", "local-run", *self.flags]
+
+    def watch(self, root: Path, pool: Path | None = None) -> None:
+        """Check the replica logs that appear under `root`, and count the forks of `pool` (default: the
+        session's), for the warm variant."""
+        if not self.warm:
+            return
+        self._roots[root] = set(self._logs(root))
+        if pool is not None:
+            self._need_pool(pool)
+
+    def expect_cold(self, *reasons: str, forks: bool = True) -> None:
+        """Replicas of this test may start cold for these reasons (a `-c` stand-in, a missing program);
+        `forks=False`: none of them can be forked at all."""
+        self._expected = (*self._expected, *reasons)
+        self._forks = forks
+
+    def spawner(self) -> Any:
+        """The runner's spawner: None (cold), or one that forks from the session's pool and never starts
+        a pool of its own in its place."""
+        if not self.warm:
+            return None
+        from vertexdist.local.warm_pool import WarmSpawner
+
+        self._need_pool()
+        assert self._pool is not None
+        return WarmSpawner(self._pool[0], start=False)
+
+    def start_job(
+        self,
+        spec: Mapping[str, Any],
+        ctx: Any,
+        *,
+        run_dir: Path,
+        fetch_package: Callable[[str], Path],
+        cache_dir: Path | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """cold: `start_job`, as the emulator starts a job; warm: local-run's path (its request's replicas
+        on this host) with the warm spawner."""
+        from vertexdist.local import start_job
+
+        if not self.warm:
+            return start_job(
+                spec, ctx, run_dir=run_dir, fetch_package=fetch_package, cache_dir=cache_dir, **kwargs
+            )
+        from vertexdist.local.launch import schedule
+        from vertexdist.local.request import build_request
+        from vertexdist.wire.job_spec import parse_job_spec
+
+        job = parse_job_spec(spec)
+        uris = dict.fromkeys(uri for pool in job.pools for uri in pool.package_uris)
+        limits = {"max_restarts": kwargs.pop("max_restarts")} if "max_restarts" in kwargs else {}
+        request = build_request(
+            job,
+            ctx,
+            run_dir=run_dir,
+            sdists={uri: fetch_package(uri) for uri in uris},
+            cache_dir=cache_dir or run_dir / "packages",
+            **limits,
+        )
+        return schedule(request, spawner=self.spawner(), **kwargs)
+
+    @staticmethod
+    def _logs(root: Path) -> list[Path]:
+        return sorted(log for log in root.glob("**/logs/*.log") if log.is_file())
+
+    def _use_pool(self, path: Path) -> None:
+        from vertexdist.local.warm_pool import ping
+
+        answer = ping(path)
+        assert answer is not None, f"no warm pool answers at {path}"
+        self._pool = (path, int(answer["pid"]), int(answer["forked"]))
+
+    def _forked(self) -> int:
+        from vertexdist.local.warm_pool import ping
+
+        assert self._pool is not None
+        path, pid, before = self._pool
+        answer = ping(path)
+        assert answer is not None, f"the warm pool at {path} is gone"
+        assert answer["pid"] == pid, "another warm pool answers: the test's pool was not the one used"
+        assert answer["cuda_initialized"] is False
+        return int(answer["forked"]) - before
+
+    def check(self) -> None:
+        import time
+
+        if not self.warm:
+            return
+        assert self._pool is not None, "the warm variant started nothing warm (no local_run, spawner, watch)"
+        deadline = time.monotonic() + 15  # a detached job's replicas may be forked just after the test
+        while self._forks and self._forked() == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        forked = self._forked()
+        assert forked > 0 or not self._forks, "the warm pool forked no replica for this test"
+        logs = [log for root, before in self._roots.items() for log in self._logs(root) if log not in before]
+        assert logs, "no replica log: no replica ran"
+        for log in logs:
+            for line in log.read_text(errors="replace").splitlines():
+                if COLD_LINE in line:
+                    assert any(why in line for why in self._expected), f"{log}: {line}"
+
+
+@pytest.fixture
+def replica_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplicaStart]:
+    """cold or warm (see above); for warm, the test's tmp_path is watched for replica logs."""
+    start = ReplicaStart(getattr(request, "param", "cold"), request, monkeypatch)
+    if start.warm:
+        start.watch(Path(request.getfixturevalue("tmp_path")))
+    yield start
+    start.check()

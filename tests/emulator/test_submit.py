@@ -1,4 +1,11 @@
-"""`vertexdist submit` and the job commands against the emulator, through the real CLI entry point."""
+"""`vertexdist submit` and the job commands against the emulator, through the real CLI entry point.
+
+Every test that starts a job on the session's emulator runs twice (`replica_start`, tests/conftest.py):
+against the cold emulator and against a `--warm 2` one, whose pool must fork the test's replicas. Not warm:
+what never reaches a replica (dry runs, help, render, refused creates), `submit --emulator`'s in-process
+emulator (it has no warm pool: one would cost a torch import per command) and the two jobs of container
+pools (CONTAINER_COLD below).
+"""
 
 from __future__ import annotations
 
@@ -16,37 +23,26 @@ from vertexdist.render import with_job_folder
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SLEEPER = "import time\ntime.sleep(60)\n"
-# The submit contract's fast subset also runs against a `--warm 2` emulator (docs/speed.md: cold and warm).
-WARM_TOO = {
-    "test_submit_sends_exactly_the_dry_run_request",
-    "test_a_failed_submit_shows_the_replicas_last_lines_as_vertex_does",
-    "test_job_commands_report_state_and_exit_codes",
-}
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "emu" in metafunc.fixturenames:
-        modes = ["cold", "warm"] if metafunc.function.__name__ in WARM_TOO else ["cold"]
-        metafunc.parametrize("emu", modes, indirect=True)
+# CONTAINER_COLD: a container pool's replica runs in an interpreter of its own (its sandbox's), which a warm
+# pool never forks: on a warm emulator it starts cold, so a warm variant would be a second cold run.
 
 
 @pytest.fixture
-def emu(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
-    """The session's emulator (cold), or its `--warm 2` one, whose replicas must all be forked warm."""
-    server: Emulator = request.getfixturevalue("emulator" if request.param == "cold" else "warm_emulator")
+def emu(
+    replica_start: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Emulator]:
+    """The session's emulator (cold), or its `--warm 2` one, whose pool must fork the test's replicas."""
+    server: Emulator = request.getfixturevalue("warm_emulator" if replica_start.warm else "emulator")
     server.faults.clear()
     server.service.hold_get_s = 5.0
     monkeypatch.setenv("VERTEX_API_ENDPOINT", server.vertex_endpoint)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.storage_endpoint)
     assert server.data_dir is not None
-    before = set(server.data_dir.glob("jobs/*/logs/*.log"))
+    if replica_start.warm:
+        assert server.warm_pool is not None
+        replica_start.watch(server.data_dir, pool=server.warm_pool.path)
     yield server
     server.faults.clear()
-    if request.param == "warm":
-        logs = set(server.data_dir.glob("jobs/*/logs/*.log")) - before
-        assert logs, "no replica ran on the warm emulator"
-        for log in logs:
-            assert "starting this replica cold" not in log.read_text(), log.read_text()[-500:]
 
 
 def differences(sent: Any, got: Any, path: str = "") -> list[str]:
@@ -174,6 +170,7 @@ def test_transient_failures_are_retried_and_create_exactly_one_job(
     assert fired.count(("create", 503)) == 3 and ("get", 429) in fired
 
 
+@pytest.mark.parametrize("replica_start", ["cold"], indirect=True)  # the create is refused: no job runs
 @pytest.mark.parametrize(
     ("status", "message", "hint"),
     [
@@ -335,6 +332,7 @@ def test_dry_run_and_help_never_load_the_sdk(write_template: Any) -> None:
     assert "HEAVY []" in result.stdout
 
 
+@pytest.mark.parametrize("replica_start", ["cold"], indirect=True)  # CONTAINER_COLD
 def test_a_bare_id_finds_a_custom_job_too(emu: Emulator, cli: Any, job_client: Any, pool: Any) -> None:
     from google.cloud.aiplatform_v1 import CustomJob
 
@@ -366,6 +364,7 @@ def test_procs_per_replica_is_refused_without_the_emulator(cli: Any, write_templ
         assert "--procs-per-replica 2 applies to jobs the emulator runs" in err and "--emulator" in err
 
 
+@pytest.mark.parametrize("replica_start", ["cold"], indirect=True)  # CONTAINER_COLD
 def test_a_gpu_template_gets_as_many_processes_per_replica_on_the_emulator_as_under_local_run(
     emu: Emulator, cli: Any, tmp_path: Path, job_client: Any, pool: Any
 ) -> None:

@@ -1,4 +1,9 @@
-"""`vertexdist local-run` end to end, as a user runs it: real CLI processes, real replicas, real signals."""
+"""`vertexdist local-run` end to end, as a user runs it: real CLI processes, real replicas, real signals.
+
+The tests of a job's semantics (the cluster its replicas see, exit codes, outputs, signals, the timeout, two
+runs at once) run cold and with `--warm` (`replica_start`, tests/conftest.py: the session's warm pool must
+fork their replicas); the plan, flag and template checks start no replica and run once.
+"""
 
 from __future__ import annotations
 
@@ -47,12 +52,14 @@ def _template(
     return path
 
 
-def _cli(*args: str, cwd: Path) -> list[str]:
-    return [sys.executable, "-m", "vertexdist", "local-run", *args]
+def _cli(*args: str, cwd: Path, start: Any = None) -> list[str]:
+    """`vertexdist local-run ARGS`; with `start` (replica_start) as it starts replicas (`--warm`)."""
+    return [*(start.local_run() if start else [sys.executable, "-m", "vertexdist", "local-run"]), *args]
 
 
-def _run(*args: str, cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_cli(*args, cwd=cwd), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def _run(*args: str, cwd: Path, timeout: float = 90, start: Any = None) -> subprocess.CompletedProcess[str]:
+    argv = _cli(*args, cwd=cwd, start=start)
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +87,9 @@ def test_plan_prints_every_replica_and_starts_nothing(workdir: Path, tmp_path: P
     assert not out.exists() and not record.exists()
 
 
-def test_replicas_agree_on_the_cluster_as_the_trainer_reads_it(workdir: Path, tmp_path: Path) -> None:
+def test_replicas_agree_on_the_cluster_as_the_trainer_reads_it(
+    workdir: Path, tmp_path: Path, replica_start: Any
+) -> None:
     """Each replica runs `python -m trainer_pkg.cluster` from the installed package: what does it see?"""
     spec = importlib.util.find_spec("trainer_pkg")
     assert spec is not None and spec.submodule_search_locations
@@ -92,7 +101,9 @@ def test_replicas_agree_on_the_cluster_as_the_trainer_reads_it(workdir: Path, tm
         trainer={"package": str(package), "module": "trainer_pkg.cluster"},
     )
     out = tmp_path / "run"
-    result = _run(str(template), "--out", str(out), "--procs-per-replica", "2", cwd=workdir)
+    result = _run(
+        str(template), "--out", str(out), "--procs-per-replica", "2", cwd=workdir, start=replica_start
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     seen = {}
     for log in sorted((out / "logs").glob("workerpool[01]-*.log")):
@@ -112,7 +123,7 @@ def test_replicas_agree_on_the_cluster_as_the_trainer_reads_it(workdir: Path, tm
 
 
 def test_a_failing_replica_fails_the_run_and_is_named_with_its_last_lines(
-    workdir: Path, tmp_path: Path
+    workdir: Path, tmp_path: Path, replica_start: Any
 ) -> None:
     template = _template(
         tmp_path / "job.yaml",
@@ -121,7 +132,7 @@ def test_a_failing_replica_fails_the_run_and_is_named_with_its_last_lines(
     )
     (tmp_path / "r").mkdir()
     started = time.monotonic()
-    result = _run(str(template), "--out", str(tmp_path / "run"), cwd=workdir)
+    result = _run(str(template), "--out", str(tmp_path / "run"), cwd=workdir, start=replica_start)
     assert time.monotonic() - started < 25
     assert result.returncode == 1
     assert "error: The replica workerpool1-1 exited with a non-zero status of 5." in result.stderr
@@ -129,7 +140,9 @@ def test_a_failing_replica_fails_the_run_and_is_named_with_its_last_lines(
     assert "workerpool1-1 | workerpool1-1 failing on purpose" in result.stdout  # prefixed lines without a TTY
 
 
-def test_json_events_and_the_model_lands_in_the_run_folder(workdir: Path, tmp_path: Path) -> None:
+def test_json_events_and_the_model_lands_in_the_run_folder(
+    workdir: Path, tmp_path: Path, replica_start: Any
+) -> None:
     script = tmp_path / "train.py"
     script.write_text(
         "import os, pathlib\n"
@@ -142,7 +155,7 @@ def test_json_events_and_the_model_lands_in_the_run_folder(workdir: Path, tmp_pa
     )
     template = _template(tmp_path / "job.yaml", replicas=2, trainer={"script": str(script)})
     out = tmp_path / "run"
-    result = _run(str(template), "--out", str(out), "--json", cwd=workdir)
+    result = _run(str(template), "--out", str(out), "--json", cwd=workdir, start=replica_start)
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     kinds = {e["event"] for e in events}
@@ -162,7 +175,7 @@ def test_json_events_and_the_model_lands_in_the_run_folder(workdir: Path, tmp_pa
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_to_local_run_stops_every_replica_within_10s(
-    workdir: Path, tmp_path: Path, kit: Any, sig: signal.Signals
+    workdir: Path, tmp_path: Path, kit: Any, sig: signal.Signals, replica_start: Any
 ) -> None:
     record = tmp_path / "records"
     record.mkdir()
@@ -173,7 +186,7 @@ def test_a_signal_to_local_run_stops_every_replica_within_10s(
         args=["--record", str(record), "--sleep", "60", "--spawn", "2"],
     )
     proc = subprocess.Popen(
-        _cli(str(template), "--out", str(tmp_path / "run"), cwd=workdir),
+        _cli(str(template), "--out", str(tmp_path / "run"), cwd=workdir, start=replica_start),
         cwd=workdir,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -197,19 +210,20 @@ def test_a_signal_to_local_run_stops_every_replica_within_10s(
     kit.assert_no_orphans(kit.records(record), [r["pid"] for r in summary["replicas"]])
 
 
-def test_timeout_flag_stops_the_job(workdir: Path, tmp_path: Path, kit: Any) -> None:
+def test_timeout_flag_stops_the_job(workdir: Path, tmp_path: Path, kit: Any, replica_start: Any) -> None:
     record = tmp_path / "records"
     record.mkdir()
     template = _template(
         tmp_path / "job.yaml", replicas=2, args=["--record", str(record), "--sleep", "60", "--spawn", "1"]
     )
-    result = _run(str(template), "--out", str(tmp_path / "run"), "--timeout", "3s", cwd=workdir)
+    argv = (str(template), "--out", str(tmp_path / "run"), "--timeout", "3s")
+    result = _run(*argv, cwd=workdir, start=replica_start)
     assert result.returncode == 1
     assert "error: the job ran past its timeout of 3s" in result.stderr
     kit.assert_no_orphans(kit.records(record))
 
 
-def test_two_local_runs_at_once_both_succeed(workdir: Path, tmp_path: Path) -> None:
+def test_two_local_runs_at_once_both_succeed(workdir: Path, tmp_path: Path, replica_start: Any) -> None:
     runs = []
     for i in range(2):
         record = tmp_path / f"records{i}"
@@ -219,7 +233,7 @@ def test_two_local_runs_at_once_both_succeed(workdir: Path, tmp_path: Path) -> N
         )
         runs.append(
             subprocess.Popen(
-                _cli(str(template), "--out", str(tmp_path / f"run{i}"), cwd=workdir),
+                _cli(str(template), "--out", str(tmp_path / f"run{i}"), cwd=workdir, start=replica_start),
                 cwd=workdir,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

@@ -1,6 +1,11 @@
 """`/gcs/BUCKET/...` on every local replica, as Vertex's Cloud Storage FUSE gives it: the job's own gs://
 folder, for root and for an ordinary user, never the host's own /gcs; and where it cannot be mapped, a
-job that still runs and says why (real namespaces, real local-run processes)."""
+job that still runs and says why (real namespaces, real local-run processes).
+
+Through local-run, root's run and the unmappable one run cold and with `--warm` (`replica_start`,
+tests/conftest.py): a replica forked from the warm pool maps /gcs in the child; where /gcs cannot be mapped
+it starts cold, for the guard's reason. The ordinary user's run is cold only: that user cannot reach the
+session's pool (root's), and a pool of its own would outlive the test."""
 
 from __future__ import annotations
 
@@ -215,12 +220,12 @@ def test_a_job_inside_a_replica_gets_its_own_gcs_over_the_one_it_sees(tmp_path: 
 
 @pytest.mark.slow
 def test_the_idiom_through_local_run_as_root_lands_in_the_run_folder_and_resumes(
-    tmp_path: Path, host_gcs: Any
+    tmp_path: Path, host_gcs: Any, replica_start: Any
 ) -> None:
     _needs_mapping()
     template = _template(tmp_path)
     first, second = tmp_path / "first", tmp_path / "second"
-    result = _local_run(_cli(sys.executable, "local-run", str(template), "--out", str(first)), cwd=tmp_path)
+    result = _local_run([*replica_start.local_run(), str(template), "--out", str(first)], cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "warning: /gcs" not in result.stdout + result.stderr
     job = _output_folder(first)
@@ -259,7 +264,7 @@ def test_the_idiom_through_local_run_as_root_lands_in_the_run_folder_and_resumes
     }
 
     # The next run of the template resumes through /gcs from what the first wrote there.
-    argv = _cli(sys.executable, "local-run", str(template), "--out", str(second), "--resume-from", str(first))
+    argv = [*replica_start.local_run(), str(template), "--out", str(second), "--resume-from", str(first)]
     result = _local_run(argv, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "resumed from step 1" in result.stdout
@@ -299,13 +304,13 @@ def test_the_idiom_through_local_run_as_an_ordinary_user(nobody: Any, host_gcs: 
 
 @pytest.mark.slow
 def test_where_gcs_cannot_be_mapped_the_job_says_why_once_and_a_touch_fails_with_it(
-    tmp_path: Path, host_gcs: Any, no_user_namespaces: Any
+    tmp_path: Path, host_gcs: Any, no_user_namespaces: Any, replica_start: Any
 ) -> None:
     template = _template(tmp_path)
     out = tmp_path / "run"
-    result = _local_run(
-        no_user_namespaces(_cli(sys.executable, "local-run", str(template), "--out", str(out))), cwd=tmp_path
-    )
+    replica_start.expect_cold("/gcs's guard runs only as Python starts", forks=False)
+    argv = no_user_namespaces([*replica_start.local_run(), str(template), "--out", str(out)])
+    result = _local_run(argv, cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     warnings = [line for line in result.stdout.splitlines() if "warning: /gcs is not this job's" in line]
     assert len(warnings) == 1, result.stdout

@@ -1,6 +1,7 @@
 """Every local run its own output folder (issue 12): a rerun of a template trains from step 0, two runs at
 once both succeed, and continuing an earlier run is explicit (`--resume-from`). Real runs of the bundled
-trainer, which records where it started in its model folder's metrics.jsonl."""
+trainer, which records where it started in its model folder's metrics.jsonl. The rerun and the two runs at
+once run cold and with `--warm` (`replica_start`, tests/conftest.py; the first run they rerun is cold)."""
 
 from __future__ import annotations
 
@@ -40,11 +41,12 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("output-folders")
 
 
-def _local_run(workdir: Path, *args: str) -> subprocess.Popen[str]:
+def _local_run(workdir: Path, *args: str, start: Any = None) -> subprocess.Popen[str]:
     template = workdir / "job.yaml"
     template.write_text(yaml.safe_dump(TEMPLATE))
+    cli = start.local_run() if start else [sys.executable, "-m", "vertexdist", "local-run"]
     return subprocess.Popen(
-        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--json", *args],
+        [*cli, str(template), "--json", *args],
         cwd=workdir,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -77,26 +79,31 @@ def first(workdir: Path) -> dict[str, Any]:
     return _finish(_local_run(workdir))
 
 
-def test_a_rerun_trains_from_step_0_and_resuming_is_explicit(workdir: Path, first: dict[str, Any]) -> None:
-    second = _finish(_local_run(workdir))
+def test_a_rerun_trains_from_step_0_and_resuming_is_explicit(
+    workdir: Path, first: dict[str, Any], replica_start: Any
+) -> None:
+    replica_start.watch(workdir)
+    second = _finish(_local_run(workdir, start=replica_start))
     assert first["output_dir"].endswith(f"/output-folders/{first['job_id']}")
     assert second["output_dir"].endswith(f"/output-folders/{second['job_id']}")
     assert _started_fresh(first) and _started_fresh(second), (_metrics(first), _metrics(second))
 
-    resumed_proc = _local_run(workdir, "--resume-from", first["job_id"])
+    # The rerun is resumed (not `first`: each variant resumes a run of its own, so `first` stays fresh).
+    resumed_proc = _local_run(workdir, "--resume-from", second["job_id"], start=replica_start)
     resumed = _finish(resumed_proc)
-    assert resumed["output_dir"] == first["output_dir"]
-    assert Path(resumed["output_path"]).resolve() == Path(first["output_path"]).resolve()
-    events = _metrics(resumed)  # the first run's file, continued
+    assert resumed["output_dir"] == second["output_dir"]
+    assert Path(resumed["output_path"]).resolve() == Path(second["output_path"]).resolve()
+    events = _metrics(resumed)  # the second run's file, continued
     last_step = max(e["global_step"] for e in events if e["event"] == "done")
     assert [e["global_step"] for e in events if e["event"] == "resumed"] == [last_step]
     # The resumed run's spec names the folder it continued, as the request to Vertex would.
     spec = json.loads((Path(resumed["run_dir"]) / "job.json").read_text())
-    assert spec["baseOutputDirectory"]["outputUriPrefix"] == first["output_dir"]
+    assert spec["baseOutputDirectory"]["outputUriPrefix"] == second["output_dir"]
 
 
-def test_two_runs_at_once_both_succeed_in_their_own_folders(workdir: Path) -> None:
-    runs = [_local_run(workdir), _local_run(workdir)]
+def test_two_runs_at_once_both_succeed_in_their_own_folders(workdir: Path, replica_start: Any) -> None:
+    replica_start.watch(workdir)
+    runs = [_local_run(workdir, start=replica_start), _local_run(workdir, start=replica_start)]
     summaries = [_finish(run) for run in runs]
     assert summaries[0]["output_dir"] != summaries[1]["output_dir"]
     assert all(_started_fresh(s) for s in summaries)

@@ -1,6 +1,9 @@
 """Vertex's restart rules with real replica processes (docs/reference/vertex.md §8.1, `local.exits`): a
 replica the platform stopped is restarted alone and the job goes on; past 5 restarts the whole job is
-retried; an ordinary exception still ends the job within seconds; disableRetries turns restarts off."""
+retried; an ordinary exception still ends the job within seconds; disableRetries turns restarts off.
+
+Each runs cold (`start_job`, as the emulator starts a job) and warm (local-run's path, every start and
+restart forked from the session's warm pool: `replica_start`, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import pytest
 from vertexdist.backends.base import JobEvent, ReplicaState
 from vertexdist.backends.local.backend import summary_of
 from vertexdist.cli.local_report import summary_lines
-from vertexdist.local import JobContext, JobState, start_job
+from vertexdist.local import JobContext, JobState
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +84,7 @@ def _pool(script: Path, out: Path, rules: dict[str, str], replicas: int = 1) -> 
 
 
 def _start(
-    tmp_path: Path, rules: dict[str, str], *, workers: int = 0, **scheduling: Any
+    replica_start: Any, tmp_path: Path, rules: dict[str, str], *, workers: int = 0, **scheduling: Any
 ) -> tuple[Any, list[JobEvent]]:
     script = tmp_path / "replica.py"
     script.write_text(SCRIPT)
@@ -100,7 +103,7 @@ def _start(
     def no_packages(uri: str) -> Path:
         raise AssertionError(uri)
 
-    job = start_job(
+    job = replica_start.start_job(
         spec, ctx, run_dir=run_dir, fetch_package=no_packages, grace_s=2.0, on_event=events.append
     )
     return job, events
@@ -130,8 +133,12 @@ def _stop_as_the_platform(job: Any, name: str) -> None:
     os.killpg(pid, signal.SIGTERM)
 
 
-def test_a_replica_the_platform_stopped_is_restarted_alone_and_the_job_succeeds(tmp_path: Path) -> None:
-    job, events = _start(tmp_path, {"workerpool1-0": "sleep,ok", "workerpool0-0": "ok"}, workers=1)
+def test_a_replica_the_platform_stopped_is_restarted_alone_and_the_job_succeeds(
+    tmp_path: Path, replica_start: Any
+) -> None:
+    job, events = _start(
+        replica_start, tmp_path, {"workerpool1-0": "sleep,ok", "workerpool0-0": "ok"}, workers=1
+    )
     _wait_ready(tmp_path, "workerpool1-0")
     chief_pid = next(r.pid for r in job.replicas() if r.name == "workerpool0-0")
     _stop_as_the_platform(job, "workerpool1-0")
@@ -153,8 +160,12 @@ def test_a_replica_the_platform_stopped_is_restarted_alone_and_the_job_succeeds(
     assert "replicas restarted: workerpool1-0 (1)" in summary_lines(result, tmp_path / "run")
 
 
-def test_a_peer_that_only_lost_the_stopped_replica_is_restarted_with_it(tmp_path: Path) -> None:
-    job, events = _start(tmp_path, {"workerpool0-0": "link,ok", "workerpool1-0": "link,ok"}, workers=1)
+def test_a_peer_that_only_lost_the_stopped_replica_is_restarted_with_it(
+    tmp_path: Path, replica_start: Any
+) -> None:
+    job, events = _start(
+        replica_start, tmp_path, {"workerpool0-0": "link,ok", "workerpool1-0": "link,ok"}, workers=1
+    )
     _wait_ready(tmp_path, "workerpool0-0")
     _wait_ready(tmp_path, "workerpool1-0")
     _stop_as_the_platform(job, "workerpool1-0")
@@ -163,9 +174,11 @@ def test_a_peer_that_only_lost_the_stopped_replica_is_restarted_with_it(tmp_path
     assert _restarts(result) == {"workerpool0-0": 1, "workerpool1-0": 1}
 
 
-def test_a_replica_past_five_restarts_retries_the_whole_job(tmp_path: Path) -> None:
+def test_a_replica_past_five_restarts_retries_the_whole_job(tmp_path: Path, replica_start: Any) -> None:
     # Starts 1-6 of the chief exit 75 (EX_TEMPFAIL: not permanent); the 7th, in the job's retry, succeeds.
-    job, events = _start(tmp_path, {"workerpool0-0": "exit:75,exit:75,exit:75,exit:75,exit:75,exit:75,ok"})
+    job, events = _start(
+        replica_start, tmp_path, {"workerpool0-0": "exit:75,exit:75,exit:75,exit:75,exit:75,exit:75,ok"}
+    )
     result = job.wait(90)
     assert result is not None and result.state is JobState.SUCCEEDED, (result, _messages(events))
     assert result.restarts == 1 and _restarts(result) == {"workerpool0-0": 5}
@@ -178,8 +191,8 @@ def test_a_replica_past_five_restarts_retries_the_whole_job(tmp_path: Path) -> N
     assert [r.attempt for r in result.replicas] == [1]
 
 
-def test_the_job_fails_once_its_retries_are_spent(tmp_path: Path) -> None:
-    job, _ = _start(tmp_path, {"workerpool0-0": "exit:75"})
+def test_the_job_fails_once_its_retries_are_spent(tmp_path: Path, replica_start: Any) -> None:
+    job, _ = _start(replica_start, tmp_path, {"workerpool0-0": "exit:75"})
     result = job.wait(120)
     assert result is not None and result.state is JobState.FAILED
     assert result.restarts == 3 and _restarts(result) == {"workerpool0-0": 20}
@@ -187,9 +200,11 @@ def test_the_job_fails_once_its_retries_are_spent(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "workerpool0-0.starts").read_text() == "x" * 24  # 6 runs in each of 4 attempts
 
 
-def test_an_ordinary_exception_still_ends_the_job_within_seconds(tmp_path: Path) -> None:
+def test_an_ordinary_exception_still_ends_the_job_within_seconds(tmp_path: Path, replica_start: Any) -> None:
     started = time.monotonic()
-    job, events = _start(tmp_path, {"workerpool0-0": "sleep", "workerpool1-0": "exit:1"}, workers=1)
+    job, events = _start(
+        replica_start, tmp_path, {"workerpool0-0": "sleep", "workerpool1-0": "exit:1"}, workers=1
+    )
     result = job.wait(30)
     assert result is not None and result.state is JobState.FAILED
     assert result.error.replica == "workerpool1-0" and result.error.exit_code == 1
@@ -198,8 +213,8 @@ def test_an_ordinary_exception_still_ends_the_job_within_seconds(tmp_path: Path)
     assert not [m for m in _messages(events) if "restarting" in m or "retrying" in m]
 
 
-def test_disable_retries_turns_restarts_off(tmp_path: Path) -> None:
-    job, _ = _start(tmp_path, {"workerpool0-0": "exit:75,ok"}, disableRetries=True)
+def test_disable_retries_turns_restarts_off(tmp_path: Path, replica_start: Any) -> None:
+    job, _ = _start(replica_start, tmp_path, {"workerpool0-0": "exit:75,ok"}, disableRetries=True)
     result = job.wait(30)
     assert result is not None and result.state is JobState.FAILED
     assert result.error.exit_code == 75 and result.restarts == 0 and _restarts(result) == {"workerpool0-0": 0}
@@ -207,9 +222,10 @@ def test_disable_retries_turns_restarts_off(tmp_path: Path) -> None:
 
 
 def test_restart_job_on_worker_restart_restarts_every_replica_when_the_platform_stops_one(
-    tmp_path: Path,
+    tmp_path: Path, replica_start: Any
 ) -> None:
     job, events = _start(
+        replica_start,
         tmp_path,
         {"workerpool0-0": "sleep,ok", "workerpool1-0": "sleep,ok"},
         workers=1,

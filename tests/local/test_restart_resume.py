@@ -1,5 +1,8 @@
 """kill -9 of one DDP worker mid-run with `restart_job_on_worker_restart`: the job restarts, the trainer
-resumes from its checkpoint, and the final model equals an uninterrupted run's bit for bit (real DDP)."""
+resumes from its checkpoint, and the final model equals an uninterrupted run's bit for bit (real DDP).
+
+The interrupted run is cold and `--warm` (`replica_start`, tests/conftest.py: its replicas, the restarted
+ones too, forked from the session's warm pool); both are held to one cold uninterrupted run's model."""
 
 from __future__ import annotations
 
@@ -42,9 +45,10 @@ TEMPLATE = {
 }
 
 
-def _local_run(template: Path, out: Path, cwd: Path) -> subprocess.Popen[str]:
+def _local_run(template: Path, out: Path, cwd: Path, start: Any = None) -> subprocess.Popen[str]:
+    cli = start.local_run() if start else [sys.executable, "-m", "vertexdist", "local-run"]
     return subprocess.Popen(
-        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out), "--json"],
+        [*cli, str(template), "--out", str(out), "--json"],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -79,20 +83,28 @@ def _children(pid: int) -> list[int]:
     return [p.pid for p in live_processes() if p.ppid == pid]
 
 
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The uninterrupted run's model (cold), for every variant of the interrupted one."""
+    folder = tmp_path_factory.mktemp("baseline")
+    template = folder / "job.yaml"
+    template.write_text(yaml.safe_dump(TEMPLATE))
+    proc = _local_run(template, folder / "run", folder)
+    out, _ = proc.communicate(timeout=170)
+    assert proc.returncode == 0, out[-3000:]
+    (job_folder,) = _job_folders(folder / "run")
+    return job_folder / "model" / "model.pt"
+
+
 def test_kill_9_of_a_worker_restarts_the_job_and_the_model_matches_an_uninterrupted_run(
-    tmp_path: Path, kit: Any
+    tmp_path: Path, kit: Any, baseline: Path, replica_start: Any
 ) -> None:
     import torch
 
     template = tmp_path / "job.yaml"
     template.write_text(yaml.safe_dump(TEMPLATE))
-
-    baseline = _local_run(template, tmp_path / "baseline", tmp_path)
-    out, _ = baseline.communicate(timeout=170)
-    assert baseline.returncode == 0, out[-3000:]
-
     interrupted = tmp_path / "interrupted"
-    proc = _local_run(template, interrupted, tmp_path)
+    proc = _local_run(template, interrupted, tmp_path, start=replica_start)
     lines: list[str] = []
     worker_pid: dict[str, int] = {}
     got_pid = threading.Event()
@@ -142,8 +154,7 @@ def test_kill_9_of_a_worker_restarts_the_job_and_the_model_matches_an_uninterrup
     assert not [pid for pid in replica_pids if kit.process_alive(pid) or kit.group_members(pid)]
 
     assert _job_folders(interrupted) == [interrupted / OUTPUT_BASE / summary["job_id"]]
-    (baseline_folder,) = _job_folders(tmp_path / "baseline")
-    expected = torch.load(baseline_folder / "model" / "model.pt", map_location="cpu")
+    expected = torch.load(baseline, map_location="cpu")
     actual = torch.load(_job_folders(interrupted)[0] / "model" / "model.pt", map_location="cpu")
     try:
         _assert_same(expected, actual)

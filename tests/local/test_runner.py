@@ -1,84 +1,26 @@
 """The runner with real processes: Vertex's job semantics, stopping whole process groups, no orphans.
 
-These are the runner's contract tests, and each runs twice (`replica_start`): cold, as the emulator starts a
-job (`start_job`), and warm, as `local-run --warm` does (its request's replicas on this host, forked from a
-warm pool, `vertexdist.local.warm_pool`). The slow timeout test and four of the five killed-worker runs are
-cold only (docs/speed.md: the contract tests' time, cold and warm).
+These are the runner's contract tests, and each runs twice (`replica_start`, tests/conftest.py): cold, as the
+emulator starts a job (`start_job`), and warm, as `local-run --warm` does (its request's replicas on this
+host, forked from the session's warm pool), which checks that the pool forked them. Cold only: a spec that
+never starts a replica (local-run refuses it before any job exists). The killed-worker test runs five times
+cold (it was a race) and once warm (docs/speed.md: the contract tests' time, cold and warm).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from vertexdist.local import JobContext, JobState, ReplicaState, start_job
+from vertexdist.local import JobContext, JobState, ReplicaState
 from vertexdist.local.runner import CODE_CANCELLED, CODE_DEADLINE_EXCEEDED
 
 pytestmark = pytest.mark.integration
 CTX = JobContext(job_id="t", project="my-project", region="us-central1", gcs_root="/unused")
-COLD_ONLY = {
-    "test_timeout_fails_the_job_and_sigkills_what_ignores_sigterm",  # 6 s; the timeout is the runner's own
-    "test_a_spec_that_cannot_run_fails_the_job_with_the_reason",  # it never starts a replica
-}
-# Why a warm job's replica may still start cold: a `-c` stand-in (the reduction server's), a missing program.
-EXPECTED_COLD = ("is not -m MODULE or a script", "is not the pool's interpreter")
-NEVER_FORKED = {"test_a_command_that_does_not_exist_fails_the_job"}
-_WARM: dict[str, Any] = {}  # while a warm variant runs: its spawner, and the jobs it started
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "replica_start" in metafunc.fixturenames:
-        modes = ["cold"] if metafunc.function.__name__ in COLD_ONLY else ["cold", "warm"]
-        metafunc.parametrize("replica_start", modes, indirect=True)
-
-
-@pytest.fixture(scope="module")
-def warm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One warm pool for the module's warm variants (it imports torch once), stopped at the end."""
-    from vertexdist.local.warm_pool import start_pool
-
-    path = tmp_path_factory.mktemp("pool") / "pool.sock"
-    pid = start_pool(path, idle_s=300)
-    yield path
-    os.kill(pid, signal.SIGTERM)
-
-
-@pytest.fixture(autouse=True)
-def replica_start(request: pytest.FixtureRequest) -> Iterator[str]:
-    """cold: `start_job`; warm: local-run's path with a warm pool, every replica that can be forked forked."""
-    if request.param == "cold":
-        yield "cold"
-        return
-    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("run", 0):
-        pytest.skip("one warm run of the five is enough")
-    from vertexdist.local.warm_pool import WarmProcess, WarmSpawner
-
-    spawner = WarmSpawner(request.getfixturevalue("warm_pool"), idle_s=300)
-    forked: list[int] = []
-
-    def spawn(*args: Any) -> Any:
-        proc = spawner(*args)
-        if isinstance(proc, WarmProcess):
-            forked.append(proc.pid)
-        return proc
-
-    _WARM.update(spawner=spawn, jobs=[])
-    try:
-        yield "warm"
-        # Restarts too: every replica start goes through the spawner.
-        assert forked or request.node.function.__name__ in NEVER_FORKED, "no replica was forked warm"
-        for job in _WARM["jobs"]:
-            for name, log in job.log_paths().items():
-                text = log.read_text() if log.is_file() else ""
-                for line in (x for x in text.splitlines() if "starting this replica cold" in x):
-                    assert any(why in line for why in EXPECTED_COLD), (name, line)
-    finally:
-        _WARM.clear()
 
 
 def _no_packages(uri: str) -> Path:
@@ -86,51 +28,28 @@ def _no_packages(uri: str) -> Path:
 
 
 def _start(
+    replica_start: Any,
     spec: dict[str, Any],
     run_dir: Path,
     *,
     ctx: JobContext | None = None,
     fetch_package: Any = _no_packages,
-    cache_dir: Path | None = None,
     grace_s: float = 2.0,
     **kwargs: Any,
 ) -> Any:
     ctx = ctx or JobContext(**{**CTX.__dict__, "gcs_root": str(run_dir / "gcs")})
-    if not _WARM:
-        return start_job(
-            spec,
-            ctx,
-            run_dir=run_dir,
-            fetch_package=fetch_package,
-            cache_dir=cache_dir,
-            grace_s=grace_s,
-            **kwargs,
-        )
-    from vertexdist.local.launch import schedule
-    from vertexdist.local.request import build_request
-    from vertexdist.wire.job_spec import parse_job_spec
-
-    job = parse_job_spec(spec)
-    uris = dict.fromkeys(uri for pool in job.pools for uri in pool.package_uris)
-    limits = {"max_restarts": kwargs.pop("max_restarts")} if "max_restarts" in kwargs else {}
-    request = build_request(
-        job,
-        ctx,
-        run_dir=run_dir,
-        sdists={uri: fetch_package(uri) for uri in uris},
-        cache_dir=cache_dir or run_dir / "packages",
-        **limits,
+    return replica_start.start_job(
+        spec, ctx, run_dir=run_dir, fetch_package=fetch_package, grace_s=grace_s, **kwargs
     )
-    local = schedule(request, grace_s=grace_s, spawner=_WARM["spawner"], **kwargs)
-    _WARM["jobs"].append(local)
-    return local
 
 
 def test_job_succeeds_when_every_training_replica_does_and_stand_ins_end_with_it(
-    tmp_path: Path, record_dir: Path, kit: Any
+    replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any
 ) -> None:
     job = _start(
-        kit.standin_spec(record_dir, workers=2, reducers=1, extra=["--spawn", "1"]), tmp_path / "run"
+        replica_start,
+        kit.standin_spec(record_dir, workers=2, reducers=1, extra=["--spawn", "1"]),
+        tmp_path / "run",
     )
     result = job.wait(60)
     assert result is not None and result.state is JobState.SUCCEEDED, result
@@ -150,7 +69,7 @@ def test_job_succeeds_when_every_training_replica_does_and_stand_ins_end_with_it
 
 
 def test_first_failing_replica_fails_the_job_and_the_rest_are_stopped_with_their_workers(
-    tmp_path: Path, record_dir: Path, kit: Any
+    replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any
 ) -> None:
     spec = kit.standin_spec(
         record_dir,
@@ -158,7 +77,7 @@ def test_first_failing_replica_fails_the_job_and_the_rest_are_stopped_with_their
         reducers=1,
         extra=["--sleep", "60", "--spawn", "2", "--fail", "workerpool1-1:7"],
     )
-    result = _start(spec, tmp_path / "run").wait(30)
+    result = _start(replica_start, spec, tmp_path / "run").wait(30)
     assert result.state is JobState.FAILED
     assert result.error.replica == "workerpool1-1" and result.error.exit_code == 7
     assert result.error.message == "The replica workerpool1-1 exited with a non-zero status of 7."
@@ -170,13 +89,13 @@ def test_first_failing_replica_fails_the_job_and_the_rest_are_stopped_with_their
 
 
 def test_a_worker_still_running_after_the_chief_succeeded_is_stopped_and_the_job_succeeds(
-    tmp_path: Path, record_dir: Path, kit: Any
+    replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any
 ) -> None:
     spec = kit.standin_spec(
         record_dir, workers=2, extra=["--sleep", "0.2", "--spawn", "1", "--hang", "workerpool1-1"]
     )
     events: list[Any] = []
-    result = _start(spec, tmp_path / "run", settle_s=1.0, on_event=events.append).wait(30)
+    result = _start(replica_start, spec, tmp_path / "run", settle_s=1.0, on_event=events.append).wait(30)
     assert result.state is JobState.SUCCEEDED and result.error is None
     states = {r.name: r.state for r in result.replicas}
     assert states["workerpool0-0"] is ReplicaState.SUCCEEDED
@@ -186,9 +105,12 @@ def test_a_worker_still_running_after_the_chief_succeeded_is_stopped_and_the_job
     kit.assert_no_orphans(kit.records(record_dir))
 
 
-def test_cancel_stops_everything_and_ends_cancelled(tmp_path: Path, record_dir: Path, kit: Any) -> None:
+def test_cancel_stops_everything_and_ends_cancelled(
+    replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any
+) -> None:
     events: list[Any] = []
     job = _start(
+        replica_start,
         kit.standin_spec(record_dir, workers=1, extra=["--sleep", "60", "--spawn", "1"]),
         tmp_path / "run",
         on_event=events.append,
@@ -203,12 +125,12 @@ def test_cancel_stops_everything_and_ends_cancelled(tmp_path: Path, record_dir: 
 
 
 def test_timeout_fails_the_job_and_sigkills_what_ignores_sigterm(
-    tmp_path: Path, record_dir: Path, kit: Any
+    replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any
 ) -> None:
     spec = kit.standin_spec(
         record_dir, workers=1, extra=["--sleep", "60", "--spawn", "1", "--ignore-sigterm"], timeout="4s"
     )
-    result = _start(spec, tmp_path / "run").wait(30)
+    result = _start(replica_start, spec, tmp_path / "run").wait(30)
     assert result.state is JobState.FAILED and result.error.code == CODE_DEADLINE_EXCEEDED
     assert "timeout of 4s" in result.error.message
     # A stand-in records itself once it ignores SIGTERM; on a loaded machine one may not have got that far
@@ -220,7 +142,7 @@ def test_timeout_fails_the_job_and_sigkills_what_ignores_sigterm(
 
 
 def test_restart_job_on_worker_restart_reruns_the_whole_job(
-    tmp_path: Path, record_dir: Path, kit: Any
+    replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any
 ) -> None:
     marker = tmp_path / "failed-once"
     spec = kit.standin_spec(
@@ -229,7 +151,7 @@ def test_restart_job_on_worker_restart_reruns_the_whole_job(
         extra=["--sleep", "0.5", "--fail", "workerpool1-0", "--once", str(marker)],
         restartJobOnWorkerRestart=True,
     )
-    job = _start(spec, tmp_path / "run")
+    job = _start(replica_start, spec, tmp_path / "run")
     result = job.wait(60)
     assert result.state is JobState.SUCCEEDED and result.restarts == 1
     assert all(r.attempt == 1 for r in result.replicas)
@@ -237,32 +159,37 @@ def test_restart_job_on_worker_restart_reruns_the_whole_job(
     assert log.count("workerpool1-0 started") == 2 and "job restart 1" in log
 
 
-def test_restarts_stop_at_the_limit(tmp_path: Path, record_dir: Path, kit: Any) -> None:
+def test_restarts_stop_at_the_limit(replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any) -> None:
     spec = kit.standin_spec(
         record_dir, workers=1, extra=["--fail", "workerpool0-0"], restartJobOnWorkerRestart=True
     )
-    result = _start(spec, tmp_path / "run", max_restarts=2).wait(60)
+    result = _start(replica_start, spec, tmp_path / "run", max_restarts=2).wait(60)
     assert result.state is JobState.FAILED and result.restarts == 2
     assert result.error.replica == "workerpool0-0"
 
 
-def test_a_command_that_does_not_exist_fails_the_job(tmp_path: Path, kit: Any) -> None:
+def test_a_command_that_does_not_exist_fails_the_job(replica_start: Any, tmp_path: Path, kit: Any) -> None:
     pool = kit.container_pool(1, [])
     pool["containerSpec"]["command"] = [str(tmp_path / "no-such-program")]
-    job = _start({"workerPoolSpecs": [pool]}, tmp_path / "run")
+    replica_start.expect_cold("is not the pool's interpreter", forks=False)
+    job = _start(replica_start, {"workerPoolSpecs": [pool]}, tmp_path / "run")
     result = job.wait(30)
     assert result.state is JobState.FAILED and result.error.exit_code == 127
     assert "cannot start" in job.log_paths()["workerpool0-0"].read_text()
 
 
-def test_a_spec_that_cannot_run_fails_the_job_with_the_reason(tmp_path: Path) -> None:
+# Cold only: it never starts a replica, and local-run's path refuses such a spec before any job exists.
+@pytest.mark.parametrize("replica_start", ["cold"], indirect=True)
+def test_a_spec_that_cannot_run_fails_the_job_with_the_reason(replica_start: Any, tmp_path: Path) -> None:
     bad = {"workerPoolSpecs": [{"replicaCount": 1, "containerSpec": {"imageUri": "gcr.io/x/y"}}]}
-    result = _start(bad, tmp_path / "run").wait(10)
+    result = _start(replica_start, bad, tmp_path / "run").wait(10)
     assert result.state is JobState.FAILED and "has no command" in result.error.message
     assert result.replicas == ()
 
 
-def test_python_package_replicas_run_the_installed_copy(tmp_path: Path, record_dir: Path) -> None:
+def test_python_package_replicas_run_the_installed_copy(
+    replica_start: Any, tmp_path: Path, record_dir: Path
+) -> None:
     """pythonPackageSpec: the package is fetched, installed, and imported from the install, not the source."""
     from vertexdist.packaging import build_sdist
     from vertexdist.spec import TrainerSpec
@@ -302,7 +229,13 @@ def test_python_package_replicas_run_the_installed_copy(tmp_path: Path, record_d
 
     ctx = JobContext(**{**CTX.__dict__, "gcs_root": str(tmp_path / "gcs")})
     job = _start(
-        spec, tmp_path / "run", ctx=ctx, fetch_package=fetch, cache_dir=tmp_path / "cache", grace_s=5.0
+        replica_start,
+        spec,
+        tmp_path / "run",
+        ctx=ctx,
+        fetch_package=fetch,
+        cache_dir=tmp_path / "cache",
+        grace_s=5.0,
     )
     result = job.wait(90)
     assert result.state is JobState.SUCCEEDED, job.log_paths()["workerpool0-0"].read_text()
@@ -313,11 +246,15 @@ def test_python_package_replicas_run_the_installed_copy(tmp_path: Path, record_d
 
 
 def test_a_backend_error_mid_start_stops_and_records_the_replicas_already_started(
-    tmp_path: Path, record_dir: Path, kit: Any
+    replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any
 ) -> None:
     run_dir = tmp_path / "run"
     (run_dir / "logs" / "workerpool1-0.log").mkdir(parents=True)  # its log cannot be opened
-    job = _start(kit.standin_spec(record_dir, workers=1, extra=["--sleep", "60", "--spawn", "1"]), run_dir)
+    job = _start(
+        replica_start,
+        kit.standin_spec(record_dir, workers=1, extra=["--sleep", "60", "--spawn", "1"]),
+        run_dir,
+    )
     result = job.wait(60)
     assert result is not None and result.state is JobState.FAILED
     assert result.error is not None and "local backend error" in result.error.message
@@ -327,16 +264,22 @@ def test_a_backend_error_mid_start_stops_and_records_the_replicas_already_starte
     assert not kit.group_members(chief.pid)  # the replica ran as its own process group
 
 
-@pytest.mark.parametrize("run", range(5))
+# Five cold runs (the order the chief and the killed worker's replica end in was a race) and one warm: a
+# warm replica's worker dies and its peer loses the connection just as a cold one's, so one run shows it.
+@pytest.mark.parametrize(
+    ("replica_start", "run"), [*(("cold", run) for run in range(5)), ("warm", 0)], indirect=["replica_start"]
+)
 def test_a_killed_worker_is_blamed_not_the_chief_that_lost_its_connection(
-    tmp_path: Path, record_dir: Path, kit: Any, run: int
+    replica_start: Any, tmp_path: Path, record_dir: Path, kit: Any, run: int
 ) -> None:
     """Issue 12: the chief fails first (its peer's socket closed) and its replica exits before the one
     whose worker was killed; the killed worker's replica is named, with its own last lines, and the chief
     that failed on its own is FAILED, not STOPPED."""
     from vertexdist.cli.local_report import summary_lines
 
-    job = _start(kit.standin_spec(record_dir, extra=["--link", "--teardown", "0.3"]), tmp_path / "run")
+    job = _start(
+        replica_start, kit.standin_spec(record_dir, extra=["--link", "--teardown", "0.3"]), tmp_path / "run"
+    )
     assert kit.wait_for(lambda: len(kit.records(record_dir)) == 2, timeout=30)
     chief_log = job.log_paths()["workerpool0-0"]
     assert kit.wait_for(lambda: "worker connected" in chief_log.read_text(), timeout=30)

@@ -1,6 +1,8 @@
 """`launcher: torchrun` jobs through `local-run`, as a user's script meets them: a worker killed inside one
 replica ends the whole job fast with nothing left running; torchrun's --max-restarts and Vertex's
-restart_job_on_worker_restart each bring a failed job back."""
+restart_job_on_worker_restart each bring a failed job back. Each runs cold and with `--warm`
+(`replica_start`, tests/conftest.py): replicas forked from the session's warm pool, torchrun's workers by
+each launcher's fork server."""
 
 from __future__ import annotations
 
@@ -56,39 +58,19 @@ while True:
 """
 
 
-@pytest.fixture(scope="module")
-def warm_socket(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A warm pool for the module's `--warm` variant, stopped at the end."""
-    from vertexdist.local.warm_pool import start_pool
-
-    path = tmp_path_factory.mktemp("pool") / "pool.sock"
-    pid = start_pool(path, idle_s=300)
-    yield path
-    os.kill(pid, signal.SIGTERM)
-
-
-@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 def test_a_worker_killed_inside_a_replica_ends_the_job_within_30s_leaving_nothing(
-    workdir: Path, tmp_path: Path, kit: Any, warm: bool, request: pytest.FixtureRequest
+    workdir: Path, tmp_path: Path, kit: Any, replica_start: Any
 ) -> None:
-    """Warm too: replicas forked from a warm pool, their workers by each launcher's fork server."""
     records = tmp_path / "records"
     records.mkdir()
     template = write_template(tmp_path, LOOPER, args=[str(records)])
     out = tmp_path / "run"
-    env = dict(os.environ)
-    if warm:
-        from vertexdist.local.warm_pool import SOCKET_VARIABLE
-
-        env[SOCKET_VARIABLE] = str(request.getfixturevalue("warm_socket"))
     cli = subprocess.Popen(
-        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out), "--json"]
-        + (["--warm"] if warm else []),
+        [*replica_start.local_run(), str(template), "--out", str(out), "--json"],
         cwd=workdir,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
     )
     try:
         assert kit.wait_for(lambda: len(list(records.glob("*.json"))) == 4, timeout=120), (
@@ -117,10 +99,8 @@ def test_a_worker_killed_inside_a_replica_ends_the_job_within_30s_leaving_nothin
     assert last.startswith("vertexdist_launcher: workerpool1-0 failed: local rank "), last
     assert any("local rank 1 (global rank 3) was killed by SIGKILL" in line for line in lines[-3:]), lines
     replicas = {r["name"]: r for r in summary["replicas"]}
-    if warm:  # each rank forked by its launcher's fork server, not started by torchrun (the replica)
+    if replica_start.warm:  # each rank forked by its launcher's fork server, not by torchrun (the replica)
         assert not {r["ppid"] for r in ranks.values()} & {r["pid"] for r in replicas.values()}
-        logs = (out / "logs").glob("*.log")
-        assert all("starting this replica cold" not in log.read_text() for log in logs)
     pids = [r["pid"] for r in replicas.values()] + [r["pid"] for r in ranks.values()]
     pids += [r["ppid"] for r in ranks.values()]  # torchrun (cold) or the fork servers (warm): gone too
     assert kit.wait_for(lambda: not any(kit.process_alive(p) for p in pids), timeout=10), "processes left"
@@ -139,11 +119,13 @@ print("rank", os.environ["RANK"], "attempt", os.environ["TORCHELASTIC_RESTART_CO
 """
 
 
-def test_max_restarts_lets_torchrun_restart_a_replicas_processes(workdir: Path, tmp_path: Path) -> None:
+def test_max_restarts_lets_torchrun_restart_a_replicas_processes(
+    workdir: Path, tmp_path: Path, replica_start: Any
+) -> None:
     template = write_template(tmp_path, FAILS_ONCE, args=[str(tmp_path / "marker")], max_restarts=1)
     out = tmp_path / "run"
     result = subprocess.run(
-        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out)],
+        [*replica_start.local_run(), str(template), "--out", str(out)],
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -158,13 +140,15 @@ def test_max_restarts_lets_torchrun_restart_a_replicas_processes(workdir: Path, 
     assert {"rank 0 attempt 0", "rank 1 attempt 0"} <= lines
 
 
-def test_restart_job_on_worker_restart_restarts_the_whole_job(workdir: Path, tmp_path: Path) -> None:
+def test_restart_job_on_worker_restart_restarts_the_whole_job(
+    workdir: Path, tmp_path: Path, replica_start: Any
+) -> None:
     template = write_template(tmp_path, FAILS_ONCE, args=[str(tmp_path / "marker")])
     doc = yaml.safe_load(template.read_text())
     template.write_text(yaml.safe_dump({**doc, "restart_job_on_worker_restart": True}))
     out = tmp_path / "run"
     result = subprocess.run(
-        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out)],
+        [*replica_start.local_run(), str(template), "--out", str(out)],
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -185,7 +169,7 @@ print("temp", os.environ["RANK"], tempfile.gettempdir(), flush=True)
 
 
 def test_replicas_keep_their_temp_files_in_the_job_folder_and_leave_none(
-    workdir: Path, tmp_path: Path
+    workdir: Path, tmp_path: Path, replica_start: Any
 ) -> None:
     # torchrun makes torchelastic_* folders in the temp folder and never removes them: 2 per job (issue 27).
     machine_temp = tmp_path / "machine-tmp"
@@ -193,7 +177,7 @@ def test_replicas_keep_their_temp_files_in_the_job_folder_and_leave_none(
     template = write_template(tmp_path, TEMP_USER)
     out = tmp_path / "run"
     result = subprocess.run(
-        [sys.executable, "-m", "vertexdist", "local-run", str(template), "--out", str(out)],
+        [*replica_start.local_run(), str(template), "--out", str(out)],
         cwd=workdir,
         capture_output=True,
         text=True,

@@ -174,3 +174,22 @@ def test_an_uncaught_exception_prints_and_exits_as_a_new_interpreter_would(
         code = warm.wait(30)
     assert COLD not in log.read_text()
     assert (code, log.read_text()) == (cold.returncode, cold.stderr)
+
+
+@pytest.mark.parametrize("replica_start", ["warm"], indirect=True)
+def test_the_contract_tests_warm_check_fails_on_a_replica_started_cold(
+    tmp_path: Path, record_dir: Path, kit: Any, replica_start: Any
+) -> None:
+    """The check every warm contract test ends with (tests/conftest.py) can fail: here one replica is
+    forked and the other, a `python -c` command, starts cold for a reason the test did not expect."""
+    from vertexdist.local import JobContext
+
+    spec = kit.standin_spec(record_dir, workers=1)
+    spec["workerPoolSpecs"][1]["containerSpec"]["command"] = [sys.executable, "-c", "print('cold')"]
+    ctx = JobContext(job_id="c", project="p", region="us-central1", gcs_root=str(tmp_path / "run" / "gcs"))
+    job = replica_start.start_job(spec, ctx, run_dir=tmp_path / "run", fetch_package=str, grace_s=2.0)
+    result = job.wait(60)
+    assert result is not None and result.state is JobState.SUCCEEDED, result
+    with pytest.raises(AssertionError, match="workerpool1-0.log: vertexdist: warm pool: " + COLD):
+        replica_start.check()
+    replica_start.expect_cold("is not -m MODULE or a script")  # the teardown's check passes with it

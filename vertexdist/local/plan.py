@@ -34,19 +34,10 @@ ReplicaKind = Literal["trainer", "container", "standin"]
 # `hostnames` names each `workerpoolP-I:2222` as Vertex does (one container per replica on a shared network).
 Addressing = Literal["loopback", "hostnames"]
 
-# Holds a reduction server's place in the cluster: listens on its address (so the port stays taken, as the
-# real server's would be) and ends cleanly when the job stops it.
-STANDIN_CODE = """\
-import signal, socket, sys
-host, port, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-sock = socket.socket()
-sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-sock.bind((host, port))
-sock.listen()
-print(f"{name}: reduction-server stand-in holding {host}:{port} until the job ends", flush=True)
-signal.pause()
-"""
+# Holds a reduction server's place in the cluster (a script, so a warm pool forks it); its text is what runs
+# inside a job's image under --docker.
+STANDIN_SCRIPT = Path(__file__).resolve().with_name("reduction_standin.py")
+STANDIN_CODE = STANDIN_SCRIPT.read_text()
 
 
 def masked_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -134,7 +125,7 @@ class LaunchPlan:
 def _argv(pool: PoolSpec, python: str, address: str, name: str) -> tuple[ReplicaKind, tuple[str, ...]]:
     if pool.kind == "reduction_server":
         host, port = address.rsplit(":", 1)
-        return "standin", (python, "-c", STANDIN_CODE, host, port, name)
+        return "standin", (python, str(STANDIN_SCRIPT), host, port, name)
     if pool.kind == "python_package":
         assert pool.python_module is not None
         return "trainer", (python, "-m", pool.python_module, *pool.args)

@@ -216,6 +216,7 @@ class Pool:
         # The read end of a pipe only the owner can write to: its end-of-file is the owner gone.
         self.parent_fd = parent_fd
         self._wake: tuple[int, int] = (-1, -1)
+        self.forked = 0  # replicas forked so far (ping's answer: what a caller can check it got)
 
     def _child_setup(self) -> None:
         """In a just-forked child: the pool's signal handlers and descriptors dropped, and killed with it."""
@@ -317,6 +318,7 @@ class Pool:
                 self._replica(request, fds, target)
         for fd in fds:
             os.close(fd)
+        self.forked += 1
         self.children[pid] = conn
         send(conn, {"pid": pid})
         self._refill()
@@ -410,6 +412,7 @@ class Pool:
                     "pid": os.getpid(),
                     "cuda_initialized": bool(torch.cuda.is_initialized()),
                     "ready": sorted(self.ready),
+                    "forked": self.forked,
                 },
             )
             conn.close()
