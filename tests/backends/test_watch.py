@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vertexdist.backends.base import JobStatus, LogChunk, LogQuery, LogsPage
-from vertexdist.backends.watch import PollPolicy, read_logs, watch
+from vertexdist.backends.watch import PollPolicy, read_logs, stream_logs, watch
 
 
 class Scripted:
@@ -72,3 +72,25 @@ def test_a_job_that_had_ended_already_is_read_once_without_waiting() -> None:
         sleep=sleeps.append,
     )
     assert len(seen) == 3 and sleeps == []
+
+
+def test_stream_logs_yields_each_line_once_with_its_status_and_returns_the_last_status() -> None:
+    backend = Scripted(["PENDING", "RUNNING", "RUNNING", "FAILED"], ready=[0, 3, 4, 6])
+    sleeps: list[float] = []
+    lines = stream_logs(
+        backend,  # type: ignore[arg-type]
+        "j",
+        policy=PollPolicy(initial_s=0.0, follow_max_s=0.0, final_logs_after_s=5.0),
+        sleep=sleeps.append,
+    )
+    seen: list[tuple[str, str]] = []
+    while True:
+        try:
+            chunk, status = next(lines)
+        except StopIteration as stopped:
+            final = stopped.value
+            break
+        seen.append((chunk.text, status.state))
+    assert final.state == "FAILED"
+    assert [text for text, _ in seen] == [f"line {i}" for i in range(6)]
+    assert seen[0][1] == "RUNNING" and 5.0 in sleeps

@@ -108,3 +108,17 @@ def test_cancel_stops_the_running_attempt_and_makes_no_other(
     assert [a.reason for a in store.attempts(managed_id)] == ["CANCELLED"]
     code, _, err = cli("managed", "resume", managed_id)
     assert code != 0 and "CANCELLED" in err
+
+
+def test_managed_logs_shows_the_attempt_s_job_lines_from_the_emulator(
+    emu: Emulator, cli: Any, write_template: Any
+) -> None:
+    code, out, err = cli("submit", str(write_template(name="managed-cli-logs")), "--managed")
+    assert code == 0, err
+    managed_id = out.splitlines()[0].removeprefix("managed: ")
+    (attempt,) = open_store().attempts(managed_id)
+    code, out, err = cli("managed", "logs", managed_id, "--follow")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"== attempt 1 of {managed_id}: {attempt.job} SUCCEEDED"
+    assert "[workerpool0-0] hello from managed-cli-logs" in lines[1:]

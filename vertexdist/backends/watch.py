@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
 
@@ -82,3 +82,49 @@ def read_logs(
         cursor = page.cursor
         if not page.more:
             return cursor
+
+
+def log_policy(backend: object) -> PollPolicy:
+    """How to follow `backend`'s logs: Cloud Logging's pace on Vertex; an emulator or a run folder, faster."""
+    target = getattr(backend, "target", None)  # a Vertex backend's; a local one reads files
+    if target is not None and not target.is_emulator:
+        return CLOUD_LOGGING_POLICY
+    return PollPolicy(follow_max_s=0.5)
+
+
+def stream_logs(
+    backend: Backend,
+    name: str,
+    *,
+    log_query: LogQuery | None = None,
+    policy: PollPolicy | None = None,
+    until: Callable[[JobStatus], bool] = lambda status: status.done,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Generator[tuple[LogChunk, JobStatus], None, JobStatus]:
+    """`watch` with logs, as a generator: each log line with the job's status when it was read, polling
+    until `until(status)`. The generator's return value is the last status seen."""
+    policy = policy or PollPolicy()
+    delay = policy.initial_s
+    last_state = ""
+    cursor: object | None = None
+    seen_running = False
+    while True:
+        status = backend.describe(name)
+        if status.state != last_state:
+            delay = policy.initial_s
+            last_state = status.state
+        seen_running = seen_running or not status.done
+        chunks: list[LogChunk] = []
+        cursor = read_logs(backend, name, cursor, log_query, chunks.append)
+        for chunk in chunks:
+            yield chunk, status
+        if until(status):
+            if status.done and seen_running and policy.final_logs_after_s > 0:
+                sleep(policy.final_logs_after_s)
+                chunks = []
+                read_logs(backend, name, cursor, log_query, chunks.append)
+                for chunk in chunks:
+                    yield chunk, status
+            return status
+        sleep(delay)
+        delay = min(policy.follow_max_s, delay * policy.multiplier)

@@ -33,7 +33,6 @@ from vertexdist.jobs.where import JobPlace, open_job, open_projects
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobStatus, LogChunk, LogQuery
-    from vertexdist.backends.watch import PollPolicy
 
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "EXPIRED"})
 JobRef = Annotated[
@@ -176,15 +175,6 @@ def _log_query(replica: str | None, trial: str | None, since: str | None, severi
     )
 
 
-def _log_policy(backend: object) -> PollPolicy:
-    from vertexdist.backends.watch import CLOUD_LOGGING_POLICY, PollPolicy
-
-    target = getattr(backend, "target", None)  # a Vertex backend's; a local one reads files
-    if target is not None and not target.is_emulator:
-        return CLOUD_LOGGING_POLICY
-    return PollPolicy(follow_max_s=0.5)
-
-
 def logs(
     job: AnyJobRef,
     follow: bool = typer.Option(
@@ -209,7 +199,7 @@ def logs(
     as_json: AsJson = False,
 ) -> None:
     """Print a job's replica logs in time order (Cloud Logging on Vertex; a local-run job's run folder)."""
-    from vertexdist.backends.watch import watch
+    from vertexdist.backends.watch import log_policy, watch
 
     query = _log_query(replica, trial, since, severity)
     at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
@@ -224,7 +214,7 @@ def logs(
             on_status=lambda _s: None,
             on_logs=show,
             log_query=query,
-            policy=_log_policy(backend),
+            policy=log_policy(backend),
             until=lambda s: s.done or not follow,
         )
     if follow and final.state in FAILED_STATES:

@@ -1,4 +1,4 @@
-"""`vertexdist managed list|status|cancel|resume`, and `submit --managed`: flags and printing only; the
+"""`vertexdist managed list|status|logs|cancel|resume`, and `submit --managed`: flags and printing only; the
 work is `vertexdist.managed.service`'s (docs/guide/managed-jobs.md)."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from vertexdist.managed.store import Managed, Store
 
 app = typer.Typer(
-    help="Managed jobs (`submit --managed`): list, read, cancel, or continue one whose controller stopped.",
+    help="Managed jobs (`submit --managed`): list, read, show logs, cancel, or continue one whose controller"
+    " stopped.",
     no_args_is_help=True,
 )
 
@@ -104,6 +105,49 @@ def status(
             f"  {number}. {a['reason']:<10} {a['state']:<9} {a['location']} {a['machine_type']}"
             f" {a['scheduling_strategy'] or 'STANDARD'}  {a['job'] or '(no job)'}"
         )
+
+
+@app.command("logs")
+def logs(
+    managed_id: str = typer.Argument(..., metavar="ID", help="The managed job's id (`managed: ID`)."),
+    follow: bool = typer.Option(
+        False,
+        "--follow",
+        "-f",
+        help="Keep streaming, attempt after attempt, until the managed job ends (Ctrl-C stops).",
+    ),
+    replica: str | None = typer.Option(
+        None, "--replica", help="Only this replica's lines, e.g. workerpool1-0 (default the chief's)."
+    ),
+    attempt: int | None = typer.Option(None, "--attempt", help="Only this attempt's logs (from 1)."),
+    as_json: bool = typer.Option(False, "--json", help="Print each header and line as JSON."),
+) -> None:
+    """A managed job's logs across its attempts, each introduced by a header line. With --follow, exits 0
+    when it SUCCEEDED, 1 when it FAILED or was CANCELLED (with --attempt, that attempt's job)."""
+    from vertexdist.cli.job_view import print_chunk
+    from vertexdist.managed.logs import AttemptEnd, AttemptHeader, managed_logs
+    from vertexdist.managed.service import open_store
+
+    store = open_store()
+    last: AttemptEnd | None = None
+    for item in managed_logs(store, managed_id, attempt=attempt, replica=replica, follow=follow):
+        if isinstance(item, AttemptHeader):
+            typer.echo(json.dumps(item.to_dict()) if as_json else item.line)
+        elif isinstance(item, AttemptEnd):
+            last = item
+        else:
+            print_chunk(item.chunk, item.status, as_json=as_json)
+    if not follow:
+        return
+    if attempt is not None:
+        state = last.status.state if last is not None and last.status is not None else "FAILED"
+        if state != "SUCCEEDED":
+            raise JobFailedError(
+                f"attempt {attempt} of {managed_id} {state}",
+                hint=f"see its attempts: vertexdist managed status {managed_id}",
+            )
+        return
+    _ended(store.get(managed_id))
 
 
 @app.command("cancel")

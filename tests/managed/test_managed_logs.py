@@ -1,0 +1,254 @@
+"""`vertexdist managed logs ID`: a managed job's logs across its attempts, over real local runs (a small
+stand-in script preempted once by a fault plan), and its clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vertexdist.cli import main
+from vertexdist.managed import store as st
+from vertexdist.managed.logs import AttemptHeader, managed_logs
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Numbers its runs by the files it leaves in RUNS, prints a line, sleeps, prints another, exits CODE.
+STANDIN = """\
+import sys, time
+from pathlib import Path
+runs = Path(sys.argv[1])
+runs.mkdir(exist_ok=True)
+n = len(list(runs.iterdir())) + 1
+(runs / str(n)).touch()
+print(f"run {n} started", flush=True)
+time.sleep(float(sys.argv[2]))
+print(f"run {n} finished", flush=True)
+raise SystemExit(int(sys.argv[3]))
+"""
+PREEMPT_ONCE = "- kind: preempt\n  replica: workerpool0-0\n  after: 1s\n  grace: 1s\n  times: 1\n"
+
+
+def _template(tmp: Path, *, sleep: float = 2.0, code: int = 0) -> Path:
+    script = tmp / "standin.py"
+    script.write_text(STANDIN)
+    body = {
+        "display_name": "managed-logs",
+        "project": "my-project",
+        "location": "us-central1",
+        "staging_bucket": "gs://my-bucket/staging",
+        "machine_type": "n1-standard-4",
+        "scheduling_strategy": "SPOT",
+        "replica_count": 1,
+        "trainer": {"script": str(script), "args": [str(tmp / "runs"), str(sleep), str(code)]},
+        "recovery": {"max_preemptions": 2},
+    }
+    path = tmp / "job.yaml"
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "NO_GCE_CHECK": "true"}
+
+
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "vertexdist", *args]
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_command(*args), cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120)
+
+
+def _preempted_once(tmp: Path) -> str:
+    plan = tmp / "plan.yaml"
+    plan.write_text(PREEMPT_ONCE)
+    done = _cli(tmp, "local-run", str(_template(tmp)), "--fault-plan", str(plan))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()[1]
+
+
+def _jobs(cwd: Path, managed_id: str) -> list[str]:
+    shown = json.loads(_cli(cwd, "managed", "status", managed_id, "--json").stdout)
+    return [a["job"] for a in shown["attempts"]]
+
+
+@pytest.mark.integration
+def test_logs_show_both_attempts_lines_in_order_each_after_its_header(tmp_path: Path) -> None:
+    managed_id = _preempted_once(tmp_path)
+    first, second = _jobs(tmp_path, managed_id)
+    shown = _cli(tmp_path, "managed", "logs", managed_id)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        f"== attempt 1 of {managed_id}: {first} PREEMPTED",
+        "[workerpool0-0] run 1 started",
+        f"== attempt 2 of {managed_id}: {second} SUCCEEDED",
+        "[workerpool0-0] run 2 started",
+        "[workerpool0-0] run 2 finished",
+    ]
+    one = _cli(tmp_path, "managed", "logs", managed_id, "--attempt", "1")
+    assert one.stdout.splitlines() == [
+        f"== attempt 1 of {managed_id}: {first} PREEMPTED",
+        "[workerpool0-0] run 1 started",
+    ]
+    other = _cli(tmp_path, "managed", "logs", managed_id, "--replica", "workerpool1-0")
+    assert other.stdout.splitlines() == [
+        f"== attempt 1 of {managed_id}: {first} PREEMPTED",
+        f"== attempt 2 of {managed_id}: {second} SUCCEEDED",
+    ]
+    records = [
+        json.loads(line)
+        for line in _cli(tmp_path, "managed", "logs", managed_id, "--json").stdout.splitlines()
+    ]
+    assert [r.get("attempt", r.get("line")) for r in records] == [
+        1,
+        "run 1 started",
+        2,
+        "run 2 started",
+        "run 2 finished",
+    ]
+    out_of_range = _cli(tmp_path, "managed", "logs", managed_id, "--attempt", "3")
+    assert out_of_range.returncode == 2
+    assert "--attempt 3 is out of range" in out_of_range.stderr and "1 to 2" in out_of_range.stderr
+    assert "Traceback" not in out_of_range.stderr
+
+
+@pytest.mark.integration
+def test_follow_started_while_it_runs_goes_on_to_the_next_attempt_and_ends_when_it_ends(
+    tmp_path: Path,
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PREEMPT_ONCE)
+    run = subprocess.Popen(
+        _command("local-run", str(_template(tmp_path, sleep=3.0)), "--fault-plan", str(plan)),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert run.stdout is not None
+    managed_id = run.stdout.readline().split()[1]
+    follow = subprocess.Popen(
+        _command("managed", "logs", managed_id, "--follow"),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _, run_err = run.communicate(timeout=120)
+    assert run.returncode == 0, run_err[-3000:]
+    ended = time.monotonic()
+    out, err = follow.communicate(timeout=60)
+    assert follow.returncode == 0, err
+    assert time.monotonic() - ended < 15  # it ended with the managed job, not on a timeout
+    assert f"managed {managed_id} SUCCEEDED" in err
+    lines = out.splitlines()
+    headers = [line for line in lines if line.startswith("== ")]
+    assert [h.split(":")[0] for h in headers] == [
+        f"== attempt 1 of {managed_id}",
+        f"== attempt 2 of {managed_id}",
+    ]
+    body = [line for line in lines if not line.startswith("== ")]
+    assert body == [
+        "[workerpool0-0] run 1 started",
+        "[workerpool0-0] run 2 started",
+        "[workerpool0-0] run 2 finished",
+    ]
+    assert lines.index(headers[1]) == 2  # attempt 2's header after attempt 1's line, before its own
+
+
+@pytest.mark.integration
+def test_follow_of_a_failed_managed_job_exits_1(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "local-run", str(_template(tmp_path, sleep=0.0, code=3)))
+    assert done.returncode != 0
+    managed_id = done.stdout.split()[1]
+    (job,) = _jobs(tmp_path, managed_id)
+    followed = _cli(tmp_path, "managed", "logs", managed_id, "--follow")
+    assert followed.returncode == 1, followed.stderr
+    assert followed.stdout.splitlines()[0] == f"== attempt 1 of {managed_id}: {job} USER_ERROR"
+    assert "run 1 finished" in followed.stdout
+    assert f"managed {managed_id} FAILED" in followed.stderr
+    plain = _cli(tmp_path, "managed", "logs", managed_id)
+    assert plain.returncode == 0, plain.stderr
+
+
+def test_an_attempt_that_never_got_a_job_is_its_header_alone(tmp_path: Path) -> None:
+    store = st.Store(tmp_path / "managed.sqlite")
+    managed = store.create(str(tmp_path / "job.yaml"), "vertex", {})
+    attempt = store.plan_attempt(managed.id, 0, "us-central1", "a2-highgpu-1g", "SPOT")
+    store.ended(attempt, "FAILED", "STOCKOUT", "Resources are insufficient in region: us-central1")
+    store.finish(managed.id, st.FAILED, "no capacity")
+    for follow in (False, True):
+        items = list(managed_logs(store, managed.id, follow=follow, sleep=lambda _s: None))
+        headers = [item for item in items if isinstance(item, AttemptHeader)]
+        assert [h.line for h in headers] == [
+            f"== attempt 1 of {managed.id}: no job (STOCKOUT: Resources are insufficient in region:"
+            " us-central1)"
+        ]
+
+
+def test_an_unknown_id_and_a_bad_attempt_are_clear_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str]:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as info:
+            main.run(list(args))
+        code = info.value.code
+        return (code if isinstance(code, int) else 1), capsys.readouterr().err
+
+    code, err = run("managed", "logs", "m-nope")
+    assert code == 2 and "no managed job 'm-nope'" in err and "vertexdist managed list" in err
+    store = st.Store(tmp_path / ".vertexdist" / "managed" / "managed.sqlite")
+    managed = store.create(str(tmp_path / "job.yaml"), "local", {})
+    code, err = run("managed", "logs", managed.id, "--attempt", "1")
+    assert code == 2 and "has no attempt yet" in err
+    store.plan_attempt(managed.id, 0, None, None, None)
+    code, err = run("managed", "logs", managed.id, "--attempt", "0")
+    assert code == 2 and "--attempt 0 is out of range" in err and "attempts 1 to 1" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.integration
+def test_ctrl_c_stops_following_with_130_and_leaves_the_attempt_running(tmp_path: Path) -> None:
+    run = subprocess.Popen(
+        _command("local-run", str(_template(tmp_path, sleep=60.0)), "--grace", "1"),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert run.stdout is not None
+        managed_id = run.stdout.readline().split()[1]
+        follow = subprocess.Popen(
+            _command("managed", "logs", managed_id, "--follow"),
+            cwd=tmp_path,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert follow.stdout is not None
+        assert follow.stdout.readline().startswith(f"== attempt 1 of {managed_id}: local-")
+        assert follow.stdout.readline() == "[workerpool0-0] run 1 started\n"
+        follow.send_signal(signal.SIGINT)
+        _, err = follow.communicate(timeout=30)
+        assert follow.returncode == 130, err
+        assert "Traceback" not in err
+        assert run.poll() is None  # following stopped, not the managed job
+    finally:
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=60)
