@@ -15,6 +15,8 @@ import pytest
 import yaml
 
 from vertexdist.cli import main
+from vertexdist.errors import UsageError
+from vertexdist.managed import service
 from vertexdist.managed import store as st
 from vertexdist.managed.logs import AttemptHeader, managed_logs
 
@@ -252,3 +254,54 @@ def test_ctrl_c_stops_following_with_130_and_leaves_the_attempt_running(tmp_path
     finally:
         run.send_signal(signal.SIGINT)
         run.communicate(timeout=60)
+
+
+@pytest.mark.integration
+def test_following_a_managed_job_whose_controller_was_killed_stops_saying_how_to_continue(
+    tmp_path: Path,
+) -> None:
+    run = subprocess.Popen(
+        _command("local-run", str(_template(tmp_path, sleep=60.0))),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert run.stdout is not None
+    managed_id = run.stdout.readline().split()[1]
+    follow = subprocess.Popen(
+        _command("managed", "logs", managed_id, "--follow"),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert follow.stdout is not None
+    assert follow.stdout.readline().startswith(f"== attempt 1 of {managed_id}: local-")
+    assert follow.stdout.readline() == "[workerpool0-0] run 1 started\n"
+    run.send_signal(signal.SIGKILL)  # its attempt runs inside it, and is lost with it
+    run.wait(timeout=30)
+    killed = time.monotonic()
+    _, err = follow.communicate(timeout=60)
+    assert follow.returncode == 1, err
+    assert time.monotonic() - killed < 30
+    assert "no controller drives it" in err and f"vertexdist managed resume {managed_id}" in err
+    assert "Traceback" not in err
+
+
+def test_controller_running_reads_the_controller_s_lock(tmp_path: Path) -> None:
+    store = st.Store(tmp_path / "managed.sqlite")
+    managed = store.create(str(tmp_path / "job.yaml"), "local", {})
+    assert not service.controller_running(store, managed.id)
+    with service._lock(store, managed.id):
+        assert service.controller_running(store, managed.id)
+        with (
+            pytest.raises(UsageError, match="being driven by another controller"),
+            service._lock(store, managed.id),
+        ):
+            pass
+    assert not service.controller_running(store, managed.id)
+    with service._lock(store, managed.id):  # looking left it free
+        pass

@@ -123,7 +123,8 @@ def logs(
     as_json: bool = typer.Option(False, "--json", help="Print each header and line as JSON."),
 ) -> None:
     """A managed job's logs across its attempts, each introduced by a header line. With --follow, exits 0
-    when it SUCCEEDED, 1 when it FAILED or was CANCELLED (with --attempt, that attempt's job)."""
+    when it SUCCEEDED, 1 when it FAILED or was CANCELLED (with --attempt, that attempt's job), or when no
+    controller drives it any more."""
     from vertexdist.cli.job_view import print_chunk
     from vertexdist.managed.logs import AttemptEnd, AttemptHeader, managed_logs
     from vertexdist.managed.service import open_store

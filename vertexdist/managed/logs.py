@@ -5,7 +5,9 @@ Each attempt is one job, read through the same backend code as `vertexdist logs`
 a local run's folder for the attempts of `local-run` with `recovery:`, the Vertex (or emulator) job for
 those of `submit --managed`. Each attempt is introduced by one `AttemptHeader`; an attempt that never got a
 job (a stockout before its create) is its header alone. Following, the current attempt is followed until
-its job ends, then the next one the controller starts, until the managed job has ended.
+its job ends, then the next one the controller starts, until the managed job has ended. A managed job
+whose controller has stopped (killed; `managed resume` continues it) starts no next attempt: following one
+stops with `ControllerStopped` once no controller has held its lock for `CONTROLLER_GRACE_S`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vertexdist.backends.base import JobStatus, LogChunk, LogQuery
-from vertexdist.errors import UsageError
+from vertexdist.errors import UsageError, VertexdistError
 from vertexdist.managed import store as st
 
 if TYPE_CHECKING:
@@ -25,6 +27,37 @@ if TYPE_CHECKING:
 
 # The replica shown by default: the chief's, as `sky jobs logs` shows the head node's.
 CHIEF = "workerpool0-0"
+# How long a follow waits for a controller to (re)appear: `submit --managed` prints the id before it locks.
+CONTROLLER_GRACE_S = 5.0
+
+
+class ControllerStopped(VertexdistError):
+    """Following a managed job that is not ended, but that no controller drives: nothing will end it."""
+
+
+class _Controller:
+    """Whether the managed job's controller has been gone (its lock free) for `grace_s` in a row."""
+
+    def __init__(self, store: st.Store, managed_id: str, grace_s: float) -> None:
+        self.store, self.managed_id, self.grace_s = store, managed_id, grace_s
+        self._absent_since: float | None = None
+
+    def gone(self) -> bool:
+        from vertexdist.managed.service import controller_running
+
+        if controller_running(self.store, self.managed_id):
+            self._absent_since = None
+            return False
+        now = time.monotonic()
+        if self._absent_since is None:
+            self._absent_since = now
+        return now - self._absent_since >= self.grace_s
+
+    def stopped(self, what: str) -> ControllerStopped:
+        return ControllerStopped(
+            f"managed job {self.managed_id} has not ended, but no controller drives it: {what}",
+            hint=f"continue it: vertexdist managed resume {self.managed_id} (then follow it again)",
+        )
 
 
 @dataclass(frozen=True)
@@ -120,6 +153,7 @@ def _attempt_logs(
     query: LogQuery,
     *,
     follow: bool,
+    controller: _Controller,
     sleep: Callable[[float], None],
 ) -> Iterator[Item]:
     from vertexdist.backends.watch import log_policy, stream_logs
@@ -128,8 +162,11 @@ def _attempt_logs(
     def over(status: JobStatus) -> bool:
         if not follow or status.done:
             return True
-        # A job that will not end on its own (a local attempt lost with its controller) ends in the record.
-        return store.attempts(managed.id)[attempt.number - 1].phase == st.ENDED
+        if store.attempts(managed.id)[attempt.number - 1].phase == st.ENDED:
+            return True
+        if managed.backend == "local" and controller.gone():  # a local attempt runs inside its controller
+            raise controller.stopped(f"its attempt {attempt.number} was lost with it")
+        return False
 
     with open_job(_job_ref(managed, attempt), _place(managed, attempt)) as (backend, name):
         lines = stream_logs(
@@ -153,32 +190,37 @@ def managed_logs(
     replica: str | None = None,
     follow: bool = False,
     poll_s: float = 1.0,
+    controller_grace_s: float = CONTROLLER_GRACE_S,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[Item]:
     """Each attempt's header, then its job's log lines (`replica`'s, default the chief's), in order: every
     attempt, or only `attempt` (from 1). Following: the current attempt until its job ends, then each next
-    one the controller starts, until the managed job has ended (with `attempt`: until that one's job has).
+    one the controller starts, until the managed job has ended (with `attempt`: until that one's job has);
+    `ControllerStopped` when no controller drives it any more.
     """
     check_attempt(store, managed_id, attempt)
     query = LogQuery(replica=replica or CHIEF)
     number = attempt or 1
+    controller = _Controller(store, managed_id, controller_grace_s)
     while True:
         managed = store.get(managed_id)  # before the attempts: an ended job has all its attempts written
         attempts = store.attempts(managed_id)
-        if number > len(attempts):
-            if not follow or managed.done:
-                return
+        found = attempts[number - 1] if number <= len(attempts) else None
+        if follow and not managed.done and (found is None or (found.job is None and found.phase != st.ENDED)):
+            # Waiting for the next attempt, or for the job of one being created.
+            if controller.gone() and not store.get(managed_id).done:
+                raise controller.stopped(f"no attempt {number} will start")
             sleep(poll_s)
             continue
-        found = attempts[number - 1]
-        if found.job is None and found.phase != st.ENDED and follow:
-            sleep(poll_s)  # being created: wait for its job
-            continue
+        if found is None:
+            return
         yield AttemptHeader(managed_id, number, found.job, found.reason, found.error)
         if found.job is None:
             yield AttemptEnd(number, None)
         else:
-            yield from _attempt_logs(store, managed, found, query, follow=follow, sleep=sleep)
+            yield from _attempt_logs(
+                store, managed, found, query, follow=follow, controller=controller, sleep=sleep
+            )
         if attempt is not None:
             return
         number += 1

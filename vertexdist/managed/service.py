@@ -13,6 +13,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,21 +72,47 @@ def start_local(store: st.Store, template: Path, place: Mapping[str, object]) ->
     return store.create(str(template.resolve()), "local", dict(place))
 
 
+# A controller takes its lock within this long: `controller_running` holds it for an instant to look.
+LOCK_WAIT_S = 1.0
+
+
+def _lock_path(store: st.Store, managed_id: str) -> Path:
+    return store.path.parent / f"{managed_id}.lock"
+
+
 @contextmanager
 def _lock(store: st.Store, managed_id: str) -> Iterator[None]:
-    path = store.path.parent / f"{managed_id}.lock"
-    with path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(
-                f"managed job {managed_id} is being driven by another controller",
-                hint=f"see it: vertexdist managed status {managed_id}",
-            ) from None
+    with _lock_path(store, managed_id).open("a+") as handle:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise UsageError(
+                        f"managed job {managed_id} is being driven by another controller",
+                        hint=f"see it: vertexdist managed status {managed_id}",
+                    ) from None
+                time.sleep(0.05)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def controller_running(store: st.Store, managed_id: str) -> bool:
+    """Whether a controller (in any process) is driving the managed job now: it holds the job's lock."""
+    path = _lock_path(store, managed_id)
+    if not path.exists():
+        return False
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
 
 
 def controller(
