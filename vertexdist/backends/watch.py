@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from functools import partial
 
 from vertexdist.backends.base import Backend, JobStatus, LogChunk, LogQuery
 
@@ -27,6 +26,46 @@ class PollPolicy:
 CLOUD_LOGGING_POLICY = PollPolicy(initial_s=2.0, follow_max_s=5.0, final_logs_after_s=5.0)
 
 
+def polls(
+    backend: Backend,
+    name: str,
+    *,
+    logs: bool,
+    log_query: LogQuery | None = None,
+    policy: PollPolicy | None = None,
+    until: Callable[[JobStatus], bool] = lambda status: status.done,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[tuple[JobStatus, LogChunk | None]]:
+    """Poll `name` until `until(status)` (default: a final state): each status read as `(status, None)`, then
+    (with `logs`) each log line read with it as `(status, chunk)`; the last status is the one `until` took."""
+    policy = policy or PollPolicy()
+    cap = policy.follow_max_s if logs else policy.max_s
+    delay = policy.initial_s
+    last_state = ""
+    cursor: object | None = None
+    seen_running = False
+    while True:
+        status = backend.describe(name)
+        if status.state != last_state:
+            delay = policy.initial_s
+            last_state = status.state
+        yield status, None
+        seen_running = seen_running or not status.done
+        if logs:
+            chunks: list[LogChunk] = []
+            cursor = read_logs(backend, name, cursor, log_query, chunks.append)
+            yield from ((status, chunk) for chunk in chunks)
+        if until(status):
+            if logs and status.done and seen_running and policy.final_logs_after_s > 0:
+                sleep(policy.final_logs_after_s)
+                chunks = []
+                read_logs(backend, name, cursor, log_query, chunks.append)
+                yield from ((status, chunk) for chunk in chunks)
+            return
+        sleep(delay)
+        delay = min(cap, delay * policy.multiplier)
+
+
 def watch(
     backend: Backend,
     name: str,
@@ -38,33 +77,17 @@ def watch(
     until: Callable[[JobStatus], bool] = lambda status: status.done,
     sleep: Callable[[float], None] = time.sleep,
 ) -> JobStatus:
-    """Poll `name` until `until(status)` (default: a final state); returns the last status seen."""
-    policy = policy or PollPolicy()
-    cap = policy.follow_max_s if on_logs is not None else policy.max_s
-    delay = policy.initial_s
-    last_state = ""
-    cursor: object | None = None
-    seen_running = False
-    while True:
-        status = backend.describe(name)
-        if status.state != last_state:
-            delay = policy.initial_s
-            last_state = status.state
-        on_status(status)
-        seen_running = seen_running or not status.done
-        if on_logs is not None:
-            cursor = read_logs(backend, name, cursor, log_query, partial(_show, on_logs, status))
-        if until(status):
-            if on_logs is not None and status.done and seen_running and policy.final_logs_after_s > 0:
-                sleep(policy.final_logs_after_s)
-                read_logs(backend, name, cursor, log_query, partial(_show, on_logs, status))
-            return status
-        sleep(delay)
-        delay = min(cap, delay * policy.multiplier)
-
-
-def _show(on_logs: Callable[[LogChunk, JobStatus], None], status: JobStatus, chunk: LogChunk) -> None:
-    on_logs(chunk, status)
+    """Poll `name` until `until(status)` (default: a final state), each status to `on_status` and (given
+    `on_logs`) each log line to it; returns the last status seen."""
+    events = polls(
+        backend, name, logs=on_logs is not None, log_query=log_query, policy=policy, until=until, sleep=sleep
+    )
+    for status, chunk in events:
+        if chunk is None:
+            on_status(status)
+        elif on_logs is not None:
+            on_logs(chunk, status)
+    return status  # the last one read: `polls` yields every status it reads
 
 
 def read_logs(
@@ -103,28 +126,8 @@ def stream_logs(
 ) -> Generator[tuple[LogChunk, JobStatus], None, JobStatus]:
     """`watch` with logs, as a generator: each log line with the job's status when it was read, polling
     until `until(status)`. The generator's return value is the last status seen."""
-    policy = policy or PollPolicy()
-    delay = policy.initial_s
-    last_state = ""
-    cursor: object | None = None
-    seen_running = False
-    while True:
-        status = backend.describe(name)
-        if status.state != last_state:
-            delay = policy.initial_s
-            last_state = status.state
-        seen_running = seen_running or not status.done
-        chunks: list[LogChunk] = []
-        cursor = read_logs(backend, name, cursor, log_query, chunks.append)
-        for chunk in chunks:
+    events = polls(backend, name, logs=True, log_query=log_query, policy=policy, until=until, sleep=sleep)
+    for status, chunk in events:
+        if chunk is not None:
             yield chunk, status
-        if until(status):
-            if status.done and seen_running and policy.final_logs_after_s > 0:
-                sleep(policy.final_logs_after_s)
-                chunks = []
-                read_logs(backend, name, cursor, log_query, chunks.append)
-                for chunk in chunks:
-                    yield chunk, status
-            return status
-        sleep(delay)
-        delay = min(policy.follow_max_s, delay * policy.multiplier)
+    return status  # the last one read: `polls` yields every status it reads
