@@ -115,9 +115,15 @@ def test_replicas_agree_on_the_cluster_as_the_trainer_reads_it(
     assert {s["nproc_per_node"] for s in seen.values()} == {2}
     assert len({(s["master_addr"], s["master_port"]) for s in seen.values()}) == 1
     assert seen["workerpool0-0"]["role"] == "chief"
-    assert "stand-in" in (out / "logs" / "workerpool2-0.log").read_text()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["state"] == "JOB_STATE_SUCCEEDED"
+    # The reduction server's stand-in ran and was stopped at the job's end. These trainers print and exit
+    # within milliseconds (warm, faster than the stand-in is forked after them), so it may be stopped before
+    # it says that it holds its port; where it said something, it is that.
+    (standin,) = (r for r in summary["replicas"] if r["name"] == "workerpool2-0")
+    assert standin["pid"] and standin["state"] == "STOPPED", standin
+    said = (out / "logs" / "workerpool2-0.log").read_text()
+    assert not said or "reduction-server stand-in holding" in said, said
     plan = json.loads((out / "plan.json").read_text())
     assert [r["name"] for r in plan["replicas"]] == [r["name"] for r in summary["replicas"]]
 
