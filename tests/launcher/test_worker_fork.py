@@ -107,6 +107,8 @@ def test_a_killed_launcher_takes_its_fork_server_and_workers_with_it(tmp_path: P
     proc = _launch(tmp_path, "sleep", hang=True)
     assert proc.stdout is not None
     started = json.loads(proc.stdout.readline())
+    if "server" not in started:  # the worker said its line first: they share the pipe
+        started = json.loads(proc.stdout.readline())
     pids = [started["server"], started["worker"]]
     try:
         assert all(_alive(pid) for pid in pids)
