@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from vertexdist.backends.base import JobStatus, LogChunk, LogQuery, LogsPage
-from vertexdist.backends.watch import PollPolicy, read_logs, stream_logs, watch
+from vertexdist.backends.watch import PollPolicy, polls, read_logs, watch
 
 
 class Scripted:
@@ -74,23 +74,20 @@ def test_a_job_that_had_ended_already_is_read_once_without_waiting() -> None:
     assert len(seen) == 3 and sleeps == []
 
 
-def test_stream_logs_yields_each_line_once_with_its_status_and_returns_the_last_status() -> None:
+def test_polls_yields_each_status_then_each_line_once_with_it_and_ends_on_the_last_status() -> None:
     backend = Scripted(["PENDING", "RUNNING", "RUNNING", "FAILED"], ready=[0, 3, 4, 6])
     sleeps: list[float] = []
-    lines = stream_logs(
+    events = polls(
         backend,  # type: ignore[arg-type]
         "j",
+        logs=True,
         policy=PollPolicy(initial_s=0.0, follow_max_s=0.0, final_logs_after_s=5.0),
         sleep=sleeps.append,
     )
     seen: list[tuple[str, str]] = []
-    while True:
-        try:
-            chunk, status = next(lines)
-        except StopIteration as stopped:
-            final = stopped.value
-            break
-        seen.append((chunk.text, status.state))
+    for final, chunk in events:
+        if chunk is not None:
+            seen.append((chunk.text, final.state))
     assert final.state == "FAILED"
     assert [text for text, _ in seen] == [f"line {i}" for i in range(6)]
     assert seen[0][1] == "RUNNING" and 5.0 in sleeps

@@ -65,6 +65,12 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "vertexdist", *args]
 
 
+def _start(cwd: Path, *args: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        _command(*args), cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=stderr, text=True
+    )
+
+
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(_command(*args), cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120)
 
@@ -128,24 +134,10 @@ def test_follow_started_while_it_runs_goes_on_to_the_next_attempt_and_ends_when_
 ) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text(PREEMPT_ONCE)
-    run = subprocess.Popen(
-        _command("local-run", str(_template(tmp_path, sleep=3.0)), "--fault-plan", str(plan)),
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = _start(tmp_path, "local-run", str(_template(tmp_path, sleep=3.0)), "--fault-plan", str(plan))
     assert run.stdout is not None
     managed_id = run.stdout.readline().split()[1]
-    follow = subprocess.Popen(
-        _command("managed", "logs", managed_id, "--follow"),
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    follow = _start(tmp_path, "managed", "logs", managed_id, "--follow")
     _, run_err = run.communicate(timeout=120)
     assert run.returncode == 0, run_err[-3000:]
     ended = time.monotonic()
@@ -224,25 +216,13 @@ def test_an_unknown_id_and_a_bad_attempt_are_clear_errors(
 
 @pytest.mark.integration
 def test_ctrl_c_stops_following_with_130_and_leaves_the_attempt_running(tmp_path: Path) -> None:
-    run = subprocess.Popen(
-        _command("local-run", str(_template(tmp_path, sleep=60.0)), "--grace", "1"),
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+    run = _start(
+        tmp_path, "local-run", str(_template(tmp_path, sleep=60.0)), "--grace", "1", stderr=subprocess.DEVNULL
     )
     try:
         assert run.stdout is not None
         managed_id = run.stdout.readline().split()[1]
-        follow = subprocess.Popen(
-            _command("managed", "logs", managed_id, "--follow"),
-            cwd=tmp_path,
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        follow = _start(tmp_path, "managed", "logs", managed_id, "--follow")
         assert follow.stdout is not None
         assert follow.stdout.readline().startswith(f"== attempt 1 of {managed_id}: local-")
         assert follow.stdout.readline() == "[workerpool0-0] run 1 started\n"
@@ -260,24 +240,10 @@ def test_ctrl_c_stops_following_with_130_and_leaves_the_attempt_running(tmp_path
 def test_following_a_managed_job_whose_controller_was_killed_stops_saying_how_to_continue(
     tmp_path: Path,
 ) -> None:
-    run = subprocess.Popen(
-        _command("local-run", str(_template(tmp_path, sleep=60.0))),
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    run = _start(tmp_path, "local-run", str(_template(tmp_path, sleep=60.0)), stderr=subprocess.DEVNULL)
     assert run.stdout is not None
     managed_id = run.stdout.readline().split()[1]
-    follow = subprocess.Popen(
-        _command("managed", "logs", managed_id, "--follow"),
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    follow = _start(tmp_path, "managed", "logs", managed_id, "--follow")
     assert follow.stdout is not None
     assert follow.stdout.readline().startswith(f"== attempt 1 of {managed_id}: local-")
     assert follow.stdout.readline() == "[workerpool0-0] run 1 started\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from vertexdist.backends.base import Backend, JobStatus, LogChunk, LogQuery
@@ -113,21 +113,3 @@ def log_policy(backend: object) -> PollPolicy:
     if target is not None and not target.is_emulator:
         return CLOUD_LOGGING_POLICY
     return PollPolicy(follow_max_s=0.5)
-
-
-def stream_logs(
-    backend: Backend,
-    name: str,
-    *,
-    log_query: LogQuery | None = None,
-    policy: PollPolicy | None = None,
-    until: Callable[[JobStatus], bool] = lambda status: status.done,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Generator[tuple[LogChunk, JobStatus], None, JobStatus]:
-    """`watch` with logs, as a generator: each log line with the job's status when it was read, polling
-    until `until(status)`. The generator's return value is the last status seen."""
-    events = polls(backend, name, logs=True, log_query=log_query, policy=policy, until=until, sleep=sleep)
-    for status, chunk in events:
-        if chunk is not None:
-            yield chunk, status
-    return status  # the last one read: `polls` yields every status it reads

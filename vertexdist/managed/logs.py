@@ -156,7 +156,7 @@ def _attempt_logs(
     controller: _Controller,
     sleep: Callable[[float], None],
 ) -> Iterator[Item]:
-    from vertexdist.backends.watch import log_policy, stream_logs
+    from vertexdist.backends.watch import log_policy, polls
     from vertexdist.jobs.where import open_job
 
     def over(status: JobStatus) -> bool:
@@ -169,17 +169,13 @@ def _attempt_logs(
         return False
 
     with open_job(_job_ref(managed, attempt), _place(managed, attempt)) as (backend, name):
-        lines = stream_logs(
-            backend, name, log_query=query, policy=log_policy(backend), until=over, sleep=sleep
+        events = polls(
+            backend, name, logs=True, log_query=query, policy=log_policy(backend), until=over, sleep=sleep
         )
-        while True:
-            try:
-                chunk, status = next(lines)
-            except StopIteration as stopped:
-                final: JobStatus = stopped.value
-                break
-            yield AttemptLog(attempt.number, chunk, status)
-    yield AttemptEnd(attempt.number, final)
+        for status, chunk in events:
+            if chunk is not None:
+                yield AttemptLog(attempt.number, chunk, status)
+    yield AttemptEnd(attempt.number, status)  # the last status read: `polls` yields each one
 
 
 def managed_logs(
