@@ -1,11 +1,13 @@
 """What a job's outputs are made of, wherever they are kept: a file's name, size, version and checksums
 (`OutputFile`), the shape of a place that lists and reads them (`OutputSource`), and the checks a copy of
-them makes (`safe_relative`, `md5_base64`). `backends.outputs` has the places; `backends.download` copies.
+them makes (`safe_relative`, `md5_base64`, and `linked_folder` / `reached_within` for a folder a job may
+have replaced by a symbolic link). `backends.outputs` has the places; `backends.download` copies.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -63,3 +65,23 @@ def md5_base64(path: Path) -> str:
         while block := handle.read(READ_BYTES):
             digest.update(block)
     return base64.b64encode(digest.digest()).decode()
+
+
+def linked_folder(root: Path, path: Path) -> Path | None:
+    """The first of `path` and the folders between `root` and it that is a symbolic link, or None.
+
+    A job writes under `root` (its gs:// root): a link there is the job's, and whatever it points to (say
+    /etc, or another job's folder) is not the job's output. `root` itself may be a link (the user's)."""
+    current = Path(root)
+    for part in Path(path).relative_to(root).parts:
+        current = current / part
+        if current.is_symlink():
+            return current
+    return None
+
+
+def reached_within(folder: Path, path: Path) -> bool:
+    """Whether `path`, with every link resolved, is still inside `folder` (resolved too): checked again
+    just before a file is read, as a job may replace a folder by a link after it was listed."""
+    real_folder = os.path.realpath(folder)
+    return os.path.realpath(path).startswith(real_folder.rstrip(os.sep) + os.sep)

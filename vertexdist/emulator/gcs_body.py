@@ -2,7 +2,9 @@
 it arrives, never held in memory (media and resumable bodies as they are, multipart bodies parsed on the way).
 
 Framing is `Content-Length` or `Transfer-Encoding: chunked` (Cloud Storage takes both for uploads). A body
-that ends early is an error that closes the connection.
+that ends early is an error that closes the connection. A `Content-Length` must be ASCII digits (one value,
+however often it is repeated), else 400. `RequestBody` counts what is left, so an error answer reads the
+rest of a small body (the connection stays usable) and closes the connection instead of reading a big one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from vertexdist.emulator.gcs_store import Hashes, StoreError
 
 READ_BYTES = 1 << 20
 MAX_HEAD_BYTES = 8 << 20  # a multipart upload's metadata part (JSON) and the headers around it
+DRAIN_BYTES = 128 << 20  # the most an error answer reads of a body's rest (a second on loopback)
+_LENGTH = re.compile(r"[0-9]{1,20}")
 
 
 class Reader(Protocol):
@@ -29,9 +33,87 @@ class BodyEnded(Exception):
     """The client stopped sending before the body's end: the connection cannot be used again."""
 
 
-def body_chunks(headers: Message, rfile: Reader) -> Iterator[bytes]:
+def declared_length(headers: Message) -> int | None:
+    """The body's `Content-Length` (None without one); 400 unless it is one number in ASCII digits."""
+    values = {value.strip() for value in headers.get_all("Content-Length") or []}
+    if not values:
+        return None
+    if len(values) > 1 or not _LENGTH.fullmatch(next(iter(values))):
+        shown = ", ".join(repr(v[:40]) for v in sorted(values)[:3])
+        raise StoreError(400, "invalid", f"Content-Length {shown} is not one number of bytes.")
+    return int(next(iter(values)))
+
+
+def is_chunked(headers: Message) -> bool:
+    return (headers.get("Transfer-Encoding") or "").lower() == "chunked"
+
+
+class RequestBody:
+    """The request body as an iterator of pieces (`body_chunks`), knowing how much of it is left."""
+
+    def __init__(self, headers: Message, rfile: Reader) -> None:
+        self.chunked = is_chunked(headers)
+        self.error: StoreError | None = None
+        self.length: int | None = None
+        if not self.chunked:
+            try:
+                self.length = declared_length(headers)
+            except StoreError as exc:
+                self.error = exc
+        self.read = 0
+        self.refused = False
+        self._pieces = self._read(headers, rfile)
+
+    def _read(self, headers: Message, rfile: Reader) -> Iterator[bytes]:
+        if self.error is not None:
+            raise self.error
+        try:
+            for piece in _pieces(headers, rfile):
+                self.read += len(piece)
+                yield piece
+        except BodyEnded:
+            self.refused = True  # the connection is out of step: never reused
+            raise
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._pieces)
+
+    @property
+    def left(self) -> int | None:
+        """Bytes not read yet; None when unknown (chunked)."""
+        return None if self.length is None else self.length - self.read
+
+    def refuse(self) -> None:
+        """This body is refused unread: `drain` then reads none of it (the connection is closed)."""
+        self.refused = True
+
+    def drain(self, limit: int = DRAIN_BYTES) -> bool:
+        """Read the rest, if it is at most `limit` bytes; False when the connection cannot be reused."""
+        if self.error is not None or self.refused:
+            return False
+        left = self.left
+        if left is not None and left > limit:
+            return False
+        start = self.read
+        try:
+            for _ in self:
+                if self.read - start > limit:
+                    return False
+        except (BodyEnded, StoreError):
+            return False
+        return True
+
+
+def body_chunks(headers: Message, rfile: Reader) -> RequestBody:
     """The request body in pieces of at most READ_BYTES (nothing for a request without one)."""
-    if (headers.get("Transfer-Encoding") or "").lower() == "chunked":
+    return RequestBody(headers, rfile)
+
+
+def _pieces(headers: Message, rfile: Reader) -> Iterator[bytes]:
+    if is_chunked(headers):
         while True:
             line = rfile.readline(1024).split(b";", 1)[0].strip()
             try:
@@ -44,12 +126,10 @@ def body_chunks(headers: Message, rfile: Reader) -> Iterator[bytes]:
                 return
             yield from _exactly(rfile, size)
             rfile.readline(8)
-    length = headers.get("Content-Length")
+    length = declared_length(headers)
     if length is None:
         return
-    if not length.strip().isdigit():
-        raise StoreError(400, "invalid", f"Content-Length {length!r} is not a number of bytes.")
-    yield from _exactly(rfile, int(length))
+    yield from _exactly(rfile, length)
 
 
 def _exactly(rfile: Reader, length: int) -> Iterator[bytes]:
@@ -67,9 +147,7 @@ def read_all(chunks: Iterator[bytes], limit: int) -> bytes:
     total = 0
     for chunk in chunks:
         total += len(chunk)
-        if total > limit:
-            for _ in chunks:
-                pass
+        if total > limit:  # the rest is left to the caller's drain, which closes rather than read it all
             raise StoreError(413, "uploadTooLarge", f"The request body is over {limit} bytes.")
         parts.append(chunk)
     return b"".join(parts)
@@ -128,8 +206,6 @@ def split_multipart(content_type: str, chunks: Iterator[bytes], dest: Path) -> t
     else:
         found = _locate(head, boundary)
     if found is None:
-        for _ in chunks:
-            pass
         raise StoreError(400, "invalid", "The multipart upload's body is not metadata followed by media.")
     meta_at, meta_end, media_at = found
     metadata = head[meta_at:meta_end]

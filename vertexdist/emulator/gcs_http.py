@@ -6,7 +6,15 @@ resumable uploads: https://cloud.google.com/storage/docs/performing-resumable-up
 `alt=media`, with `Range`), list (prefix, delimiter, offsets, matchGlob, pages), patch/update, delete,
 copyTo, rewriteTo, compose; downloads at `/download/storage/v1/...` and `/BUCKET/OBJECT`. Batch requests are
 not. Links in answers (`mediaLink`, `selfLink`, a resumable session's `Location`) are made from the address
-the request came to, so objects stored by an emulator on another port are served by this one.
+this server serves (127.0.0.1 and its own port), never from the request's Host header: objects stored by an
+emulator on another port are served by this one, and a forged Host never sends a client elsewhere.
+
+Hostile input gets Cloud Storage's error JSON, never a 500: numbers (generations, preconditions, ranges)
+must be ASCII decimal int64s, JSON bodies at most 10 MiB (a larger declared length is refused before any
+of it is read) and 100 levels deep, page tokens ones this server gave. Fields served back as headers are
+checked when written and encoded when served (`gcs_fields`). Media is served with
+`Content-Security-Policy: sandbox` and `X-Content-Type-Options: nosniff`: an HTML object opened in a
+browser runs no script and has no origin, so it cannot drive this API (same origin) as a page would.
 """
 
 from __future__ import annotations
@@ -20,11 +28,32 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from vertexdist.emulator.gcs_body import BodyEnded, body_chunks, read_all, split_multipart, write_stream
-from vertexdist.emulator.gcs_store import ObjectStore, Preconditions, Record, StoreError
-from vertexdist.loopback_server import LOOPBACK, LoopbackServer
+from vertexdist.emulator.gcs_body import (
+    BodyEnded,
+    RequestBody,
+    body_chunks,
+    read_all,
+    split_multipart,
+    write_stream,
+)
+from vertexdist.emulator.gcs_fields import media_headers
+from vertexdist.emulator.gcs_store import (
+    ObjectStore,
+    Preconditions,
+    Record,
+    StoreError,
+    checked_fields,
+    parse_int64,
+)
+from vertexdist.emulator.http_body import parse_json_object
+from vertexdist.loopback_server import LoopbackServer
 
 MAX_JSON_BYTES = 10 << 20
+MAX_OBJECT_BYTES = 5 << 40  # https://cloud.google.com/storage/quotas: an object is at most 5 TiB
+_DIGITS = re.compile(r"[0-9]{1,20}")  # ASCII: str.isdigit() and \d also take "²" and "١"
+# Served with every object's bytes: no script runs and no origin is granted (a page stored as an object
+# could otherwise call this API as same-origin), and no type is guessed from the bytes.
+MEDIA_SAFETY = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
 _API = r"(?:/storage/v1)?"  # Node's client leaves /storage/v1 out
 _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     (name, re.compile(pattern))
@@ -86,8 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
     # --- answers ----------------------------------------------------------------------------------
     @property
     def _base(self) -> str:
-        host = self.headers.get("Host") or f"{LOOPBACK}:{self.server.server_address[1]}"
-        return f"http://{host}"
+        return self.server.endpoint  # never the request's Host: a forged one must not steer a client
 
     def _answer(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -175,24 +203,63 @@ class _Handler(BaseHTTPRequestHandler):
             )
 
     def _drain(self) -> None:
-        """Read what is left of the body, so the connection stays in step for the next request."""
-        try:
-            for _ in self._chunks:
-                pass
-        except (BodyEnded, StoreError):
+        """Read what is left of a small body, so the connection stays in step for the next request; a big
+        or refused one is left unread, and the connection closed after the answer."""
+        body = self._chunks
+        if not isinstance(body, RequestBody) or not body.drain():
             self.close_connection = True
 
+    def _refuse_body(self, error: StoreError) -> StoreError:
+        if isinstance(self._chunks, RequestBody):
+            self._chunks.refuse()
+        return error
+
     def _body(self) -> dict[str, Any]:
-        raw = read_all(self._chunks, MAX_JSON_BYTES)
-        if not raw.strip():
-            return {}
+        body = self._chunks
+        if isinstance(body, RequestBody) and body.length is not None and body.length > MAX_JSON_BYTES:
+            raise self._refuse_body(
+                StoreError(
+                    413,
+                    "uploadTooLarge",
+                    f"Request payload size {body.length} exceeds the limit: {MAX_JSON_BYTES} bytes.",
+                )
+            )
         try:
-            body = json.loads(raw)
+            raw = read_all(self._chunks, MAX_JSON_BYTES)
+        except StoreError as error:
+            raise self._refuse_body(error) from None
+        return self._json_object(raw, "The request body")
+
+    @staticmethod
+    def _json_object(raw: bytes, what: str) -> dict[str, Any]:
+        """`raw` as one JSON object (bounded depth, `http_body`), else 400 in Cloud Storage's terms."""
+        try:
+            return parse_json_object(raw)
         except ValueError as exc:
-            raise StoreError(400, "parseError", f"The request body is not valid JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise StoreError(400, "invalid", "The request body must be a JSON object.")
-        return body
+            reason = "invalid" if "JSON object" in str(exc) else "parseError"
+            raise StoreError(400, reason, f"{what}: {exc}") from None
+
+    def _name(self, fields: dict[str, Any]) -> str:
+        """The object's name: `name=` in the query, else the metadata's (which must be a string)."""
+        name = self._query.get("name") or fields.get("name") or ""
+        if not isinstance(name, str):
+            raise StoreError(400, "invalid", f"An object's name must be a string, not {name!r:.60}")
+        return name
+
+    def _declared_size(self, value: str | None, what: str) -> int | None:
+        """An upload's declared size (Content-Length, X-Upload-Content-Length): refused over 5 TiB."""
+        if value is None or not value.strip():
+            return None
+        if not _DIGITS.fullmatch(value.strip()):
+            raise StoreError(400, "invalid", f"{what} {value[:40]!r} is not a number of bytes.")
+        size = int(value)
+        if size > MAX_OBJECT_BYTES:
+            raise self._refuse_body(
+                StoreError(
+                    400, "invalid", f"{what} {size} is over the largest object Cloud Storage takes (5 TiB)."
+                )
+            )
+        return size
 
     @staticmethod
     def _refuse(verb: str) -> StoreError:
@@ -202,9 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
         value = self._query.get("generation")
         if not value:
             return None
-        if not value.isdigit():
-            raise StoreError(400, "invalid", f"generation={value!r} is not a number")
-        return int(value)
+        return parse_int64(value, "generation")
 
     # --- buckets ----------------------------------------------------------------------------------
     def _route_buckets(self, verb: str, params: dict[str, str]) -> None:
@@ -262,10 +327,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise self._refuse(verb)
         query = self._query
         glob = query.get("matchGlob")
-        try:
-            max_results = max(1, min(1000, int(query.get("maxResults") or 1000)))
-        except ValueError:
-            raise StoreError(400, "invalid", f"maxResults={query['maxResults']!r} is not a number") from None
+        max_results = max(1, min(1000, parse_int64(query.get("maxResults") or "1000", "maxResults")))
         items, prefixes, token = self.server.store.list(
             params["bucket"],
             prefix=query.get("prefix", ""),
@@ -304,12 +366,11 @@ class _Handler(BaseHTTPRequestHandler):
         if verb != "POST":
             raise self._refuse(verb)
         store = self.server.store
+        source_generation = self._query.get("sourceGeneration")
         source = store.get(
             params["bucket"],
             params["object"],
-            int(self._query["sourceGeneration"])
-            if self._query.get("sourceGeneration", "").isdigit()
-            else None,
+            parse_int64(source_generation, "sourceGeneration") if source_generation else None,
             Preconditions.from_query(self._query, prefix="ifSource"),
         )
         fields = self._body()
@@ -344,21 +405,25 @@ class _Handler(BaseHTTPRequestHandler):
         store, bucket = self.server.store, params["bucket"]
         body = self._body()
         sources = []
-        for item in body.get("sourceObjects") or []:
-            if not isinstance(item, dict) or not item.get("name"):
-                raise StoreError(400, "invalid", "Each of sourceObjects needs a name.")
+        items = body.get("sourceObjects") or []
+        if not isinstance(items, list):
+            raise StoreError(400, "invalid", "sourceObjects must be a list of objects.")
+        for item in items:
+            if not isinstance(item, dict) or not item.get("name") or not isinstance(item["name"], str):
+                raise StoreError(400, "invalid", "Each of sourceObjects needs a name (a string).")
             generation = item.get("generation")
+            preconditions = item.get("objectPreconditions")
             when = (
-                Preconditions(generation_match=int(item["objectPreconditions"]["ifGenerationMatch"]))
-                if (
-                    isinstance(item.get("objectPreconditions"), dict)
-                    and "ifGenerationMatch" in item["objectPreconditions"]
+                Preconditions(
+                    generation_match=parse_int64(
+                        preconditions["ifGenerationMatch"], "objectPreconditions.ifGenerationMatch"
+                    )
                 )
+                if isinstance(preconditions, dict) and "ifGenerationMatch" in preconditions
                 else None
             )
-            sources.append(
-                store.get(bucket, str(item["name"]), int(generation) if generation else None, when)
-            )
+            number = parse_int64(generation, "sourceObjects.generation") if generation else None
+            sources.append(store.get(bucket, item["name"], number, when))
         destination = body.get("destination") if isinstance(body.get("destination"), dict) else {}
         record = store.compose(
             bucket, params["object"], sources, destination or {}, Preconditions.from_query(self._query)
@@ -384,38 +449,36 @@ class _Handler(BaseHTTPRequestHandler):
         store.bucket(bucket)
         when = Preconditions.from_query(self._query)
         if kind == "media":
+            self._declared_size(self.headers.get("Content-Length"), "Content-Length")
             name = self._query.get("name", "")
-            temp = store.temp_file()
-            hashes = write_stream(self._chunks, temp)
             fields = {"contentType": self.headers.get("Content-Type") or "application/octet-stream"}
             if self._query.get("contentEncoding"):
                 fields["contentEncoding"] = self._query["contentEncoding"]
-            self._json(self._object(store.commit(bucket, name, temp, fields, when=when, hashes=hashes)))
+            checked_fields(fields)  # before any byte is stored
+            with store.temporary() as temp:
+                hashes = write_stream(self._chunks, temp)
+                record = store.commit(bucket, name, temp, fields, when=when, hashes=hashes)
+            self._json(self._object(record))
         elif kind == "multipart":
-            temp = store.temp_file()
-            try:
+            self._declared_size(self.headers.get("Content-Length"), "Content-Length")
+            with store.temporary() as temp:
                 raw, content_type, hashes = split_multipart(
                     self.headers.get("Content-Type") or "", self._chunks, temp
                 )
-                fields = json.loads(raw or b"{}")
-            except ValueError:
-                temp.unlink(missing_ok=True)
-                raise StoreError(400, "parseError", "The multipart upload's metadata is not JSON.") from None
-            except StoreError:
-                temp.unlink(missing_ok=True)
-                raise
-            fields.setdefault("contentType", content_type)
-            name = self._query.get("name") or str(fields.get("name") or "")
-            self._json(self._object(store.commit(bucket, name, temp, fields, when=when, hashes=hashes)))
+                fields = self._json_object(raw, "The multipart upload's metadata")
+                fields.setdefault("contentType", content_type)
+                name = self._name(fields)
+                record = store.commit(bucket, name, temp, fields, when=when, hashes=hashes)
+            self._json(self._object(record))
         elif kind == "resumable":
             fields = self._body()
-            name = self._query.get("name") or str(fields.get("name") or "")
+            name = self._name(fields)
             if "contentType" not in fields and self.headers.get("X-Upload-Content-Type"):
                 fields["contentType"] = self.headers["X-Upload-Content-Type"]
-            declared = self.headers.get("X-Upload-Content-Length")
-            size = int(declared) if declared and declared.isdigit() else None
+            size = self._declared_size(self.headers.get("X-Upload-Content-Length"), "X-Upload-Content-Length")
             upload_id = store.start_upload(bucket, name, fields, when, size)
-            location = f"{self._base}{urlsplit(self.path).path}?uploadType=resumable&upload_id={upload_id}"
+            where = f"/upload/storage/v1/b/{quote(bucket, safe='')}/o"
+            location = f"{self._base}{where}?uploadType=resumable&upload_id={upload_id}"
             self._answer(200, b"", {"Location": location, "X-GUploader-UploadID": upload_id})
         else:
             raise StoreError(400, "invalid", f"uploadType={kind!r}: it must be media, multipart or resumable")
@@ -432,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
             received = store.append(upload_id, 0, self._chunks)
             total = received
         else:
-            match = re.fullmatch(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)", content_range)
+            match = re.fullmatch(r"bytes (?:([0-9]{1,20})-([0-9]{1,20})|\*)/([0-9]{1,20}|\*)", content_range)
             if not match:
                 raise StoreError(
                     400, "invalid", f"Content-Range {content_range!r} is not bytes START-END/TOTAL"
@@ -460,27 +523,18 @@ class _Handler(BaseHTTPRequestHandler):
         record = store.get(params["bucket"], params["object"], self._generation(), when)
         size = int(record["size"])
         headers = {
-            "Content-Type": record.get("contentType") or "application/octet-stream",
+            **media_headers(record),
+            **MEDIA_SAFETY,
             "X-Goog-Generation": record["generation"],
             "X-Goog-Metageneration": record["metageneration"],
             "X-Goog-Stored-Content-Length": record["size"],
-            "X-Goog-Stored-Content-Encoding": record.get("contentEncoding") or "identity",
+            "X-Goog-Stored-Content-Encoding": media_headers(record).get("Content-Encoding", "identity"),
             "X-Goog-Hash": ",".join(
                 f"{k}={record[f]}" for k, f in (("crc32c", "crc32c"), ("md5", "md5Hash")) if record.get(f)
             ),
             "ETag": record["etag"],
             "Accept-Ranges": "bytes",
         }
-        for field, header in (
-            ("contentEncoding", "Content-Encoding"),
-            ("contentDisposition", "Content-Disposition"),
-            ("cacheControl", "Cache-Control"),
-            ("contentLanguage", "Content-Language"),
-        ):
-            if record.get(field):
-                headers[header] = str(record[field])
-        for key, value in (record.get("metadata") or {}).items():
-            headers[f"x-goog-meta-{key}"] = str(value)
         start, end, status = 0, size, 200
         wanted = (self.headers.get("Range") or "").strip()
         if wanted and size:
@@ -506,7 +560,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _range(wanted: str, size: int) -> tuple[int, int]:
-        match = re.fullmatch(r"bytes=(\d*)-(\d*)", wanted)
+        match = re.fullmatch(r"bytes=([0-9]{0,20})-([0-9]{0,20})", wanted)
         if not match or match.groups() == ("", ""):
             raise StoreError(400, "invalid", f"Range {wanted!r} is not bytes=START-END")
         first, last = match.groups()

@@ -21,6 +21,8 @@ preconditions, composite objects have a crc32c and no md5Hash); object versionin
 from __future__ import annotations
 
 import base64
+import binascii
+import contextlib
 import hashlib
 import json
 import os
@@ -37,9 +39,13 @@ from typing import IO, Any
 
 import google_crc32c  # installed with google-cloud-storage
 
+from vertexdist.emulator.gcs_fields import FieldError, check_fields
+
 READ_BYTES = 1 << 20
 BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 MAX_OBJECT_NAME_BYTES = 1024
+_INT64 = re.compile(r"-?[0-9]{1,19}")  # ASCII digits only: int() also takes "١٢", " 12" and "1_2"
+_INT64_MAX = (1 << 63) - 1
 # Fields of an object a client may set (objects.insert / patch / update / compose / rewrite).
 WRITABLE = (
     "cacheControl",
@@ -80,6 +86,28 @@ def _not_found(what: str) -> StoreError:
 
 def _invalid(message: str) -> StoreError:
     return StoreError(400, "invalid", message)
+
+
+def parse_int64(value: Any, what: str) -> int:
+    """A generation, metageneration or precondition: an int64, as a JSON number or a decimal string."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and _INT64.fullmatch(value):
+        number = int(value)
+    else:
+        raise _invalid(f"{what}={value!r:.60} is not a number (a 64-bit integer in decimal digits)")
+    if not -_INT64_MAX - 1 <= number <= _INT64_MAX:
+        raise _invalid(f"{what}={value!r:.60} is out of range (a 64-bit integer)")
+    return number
+
+
+def checked_fields(fields: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`fields`, once `gcs_fields.check_fields` finds nothing that could not be served as a header."""
+    try:
+        check_fields(fields)
+    except FieldError as exc:
+        raise _invalid(str(exc)) from None
+    return fields
 
 
 def now_rfc3339() -> str:
@@ -136,10 +164,7 @@ class Preconditions:
             value = query.get(f"{prefix}{key}")
             if value is None or value == "":
                 return None
-            try:
-                return int(value)
-            except ValueError:
-                raise _invalid(f"{prefix}{key}={value!r} is not a number") from None
+            return parse_int64(value, f"{prefix}{key}")
 
         return cls(
             number("GenerationMatch"),
@@ -183,6 +208,15 @@ def check_object_name(name: str) -> None:
         raise StoreError(400, "required", "Required object name.")
     if len(name.encode()) > MAX_OBJECT_NAME_BYTES or "\r" in name or "\n" in name or name in (".", ".."):
         raise _invalid(f"The object name {name[:80]!r} is not valid (at most 1024 bytes, no CR or LF).")
+
+
+def _page_start(token: str) -> str:
+    """The name a `nextPageToken` of `list` continues after; 400 for a token `list` never gave (Cloud
+    Storage answers "Invalid Value" to those)."""
+    try:
+        return base64.b64decode(token.encode("ascii"), altchars=b"-_", validate=True).decode("utf-8")
+    except (UnicodeError, binascii.Error):
+        raise _invalid(f"Invalid Value: pageToken {token[:60]!r} is not a token this listing gave") from None
 
 
 class ObjectStore:
@@ -242,12 +276,23 @@ class ObjectStore:
     def temp_file(self) -> Path:
         return self.tmp_dir / secrets.token_hex(12)
 
+    @contextlib.contextmanager
+    def temporary(self) -> Iterator[Path]:
+        """A new file's path in tmp/, removed on the way out unless `commit` moved it into the store."""
+        temp = self.temp_file()
+        try:
+            yield temp
+        finally:
+            temp.unlink(missing_ok=True)
+
     # --- buckets ----------------------------------------------------------------------------------
     def _bucket_dir(self, bucket: str) -> Path:
         return self._buckets_dir / bucket
 
     def create_bucket(self, body: Mapping[str, Any], project: str = "") -> Record:
-        name = str(body.get("name") or "")
+        name = body.get("name") or ""
+        if not isinstance(name, str):
+            raise _invalid(f"A bucket's name must be a string, not {type(name).__name__} {name!r:.60}")
         if not BUCKET_NAME.match(name) or ".." in name:
             raise _invalid(
                 f"Invalid bucket name: {name!r} (3-222 characters: lowercase letters, digits, -, _ and .;"
@@ -352,24 +397,38 @@ class ObjectStore:
         hashes: Hashes | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> Record:
-        """Make the file `data` (moved, not copied) the new generation of `bucket/name`."""
+        """Make the file `data` (moved, not copied) the new generation of `bucket/name`; `data` is removed
+        if that fails."""
+        try:
+            return self._commit(bucket, name, data, fields, when=when, hashes=hashes, extra=extra)
+        except BaseException:
+            data.unlink(missing_ok=True)  # a rejected upload's bytes never stay in tmp/
+            raise
+
+    def _commit(
+        self,
+        bucket: str,
+        name: str,
+        data: Path,
+        fields: Mapping[str, Any],
+        *,
+        when: Preconditions | None,
+        hashes: Hashes | None,
+        extra: Mapping[str, Any] | None,
+    ) -> Record:
         check_object_name(name)
+        checked_fields(fields)
         hashes = hashes or Hashes.of_file(data)
         for key, got in (("md5Hash", hashes.md5), ("crc32c", hashes.crc32c)):
             claimed = fields.get(key)
             if claimed and got and claimed != got:
-                data.unlink(missing_ok=True)
                 what = "MD5" if key == "md5Hash" else "CRC32C"
                 raise _invalid(
                     f'Provided {what} hash "{claimed}" doesn\'t match calculated {what} hash "{got}".'
                 )
         with self._lock:
-            try:
-                current = self._current(bucket, name)
-                (when or Preconditions()).check(current)
-            except StoreError:
-                data.unlink(missing_ok=True)
-                raise
+            current = self._current(bucket, name)
+            (when or Preconditions()).check(current)
             stamp = now_rfc3339()
             generation = self._next_generation()
             record: Record = {
@@ -402,9 +461,9 @@ class ObjectStore:
         self, source: Path, bucket: str, name: str, fields: Mapping[str, Any] | None = None
     ) -> Record:
         """Upload a local file (copied) as `bucket/name`, in-process."""
-        temp = self.temp_file()
-        shutil.copyfile(source, temp)
-        return self.commit(bucket, name, temp, fields or {})
+        with self.temporary() as temp:
+            shutil.copyfile(source, temp)
+            return self.commit(bucket, name, temp, fields or {})
 
     def delete(self, bucket: str, name: str, when: Preconditions | None = None) -> None:
         with self._lock:
@@ -427,6 +486,7 @@ class ObjectStore:
     ) -> Record:
         """objects.patch (a null removes a field, a null metadata key removes that key); objects.update with
         `replace` (fields not given are cleared)."""
+        checked_fields(changes)
         with self._lock:
             record = self.get(bucket, name, when=when)
             if replace:
@@ -440,7 +500,8 @@ class ObjectStore:
                 if value is None:
                     record.pop(field, None)
                 elif field == "metadata" and isinstance(value, Mapping) and not replace:
-                    merged = {**(record.get("metadata") or {}), **value}
+                    old = record.get("metadata")
+                    merged = {**(old if isinstance(old, Mapping) else {}), **value}
                     record["metadata"] = {k: v for k, v in merged.items() if v is not None}
                 else:
                     record[field] = value
@@ -459,13 +520,15 @@ class ObjectStore:
         when: Preconditions | None = None,
     ) -> Record:
         """A new object with `source`'s bytes; its metadata is `fields` where given, else the source's."""
-        temp = self.temp_file()
-        with self.open(source) as handle, open(temp, "wb") as out:
-            shutil.copyfileobj(handle, out, READ_BYTES)
         kept = {k: source[k] for k in WRITABLE if k in source}
-        hashes = Hashes.of_file(temp, with_md5="md5Hash" in source)
-        extra = {"componentCount": source["componentCount"]} if "componentCount" in source else None
-        return self.commit(bucket, name, temp, {**kept, **fields}, when=when, hashes=hashes, extra=extra)
+        checked_fields({**kept, **fields})
+        check_object_name(name)
+        with self.temporary() as temp:
+            with self.open(source) as handle, open(temp, "wb") as out:
+                shutil.copyfileobj(handle, out, READ_BYTES)
+            hashes = Hashes.of_file(temp, with_md5="md5Hash" in source)
+            extra = {"componentCount": source["componentCount"]} if "componentCount" in source else None
+            return self.commit(bucket, name, temp, {**kept, **fields}, when=when, hashes=hashes, extra=extra)
 
     def compose(
         self,
@@ -477,16 +540,18 @@ class ObjectStore:
     ) -> Record:
         if not 1 <= len(sources) <= 32:
             raise _invalid("A compose request takes 1 to 32 source objects.")
-        temp = self.temp_file()
-        with open(temp, "wb") as out:
-            for source in sources:
-                with self.open(source) as handle:
-                    shutil.copyfileobj(handle, out, READ_BYTES)
-        hashes = Hashes.of_file(temp, with_md5=False)
-        count = sum(int(s.get("componentCount", 1)) for s in sources)
-        return self.commit(
-            bucket, name, temp, fields, when=when, hashes=hashes, extra={"componentCount": count}
-        )
+        checked_fields(fields)
+        check_object_name(name)
+        with self.temporary() as temp:
+            with open(temp, "wb") as out:
+                for source in sources:
+                    with self.open(source) as handle:
+                        shutil.copyfileobj(handle, out, READ_BYTES)
+            hashes = Hashes.of_file(temp, with_md5=False)
+            count = sum(int(s.get("componentCount", 1)) for s in sources)
+            return self.commit(
+                bucket, name, temp, fields, when=when, hashes=hashes, extra={"componentCount": count}
+            )
 
     def list(
         self,
@@ -506,7 +571,7 @@ class ObjectStore:
             self.bucket(bucket)
             names = sorted(self._objects[bucket])
             records = self._objects[bucket]
-            after = base64.urlsafe_b64decode(page_token.encode()).decode() if page_token else ""
+            after = _page_start(page_token) if page_token else ""
             items: list[Record] = []
             prefixes: list[str] = []
             seen: set[str] = set()
@@ -551,6 +616,7 @@ class ObjectStore:
         self, bucket: str, name: str, fields: Mapping[str, Any], when: Preconditions, size: int | None
     ) -> str:
         check_object_name(name)
+        checked_fields(fields)
         with self._lock:
             (when).check(self._current(bucket, name))
         upload_id = secrets.token_hex(16)

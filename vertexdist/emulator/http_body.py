@@ -10,7 +10,10 @@
   (`vertexdist.spec.limits.REQUEST_BYTES`), so only garbage is refused, and each connection holds at
   most this much memory.
 - JSON must be one object, standard JSON (no NaN), nested at most `MAX_JSON_DEPTH` levels: protobuf's
-  default recursion limit, which the front end's JSON-to-proto parsing enforces (400 beyond it).
+  default recursion limit, which the front end's JSON-to-proto parsing enforces (400 beyond it). The depth
+  is counted on the raw bytes before `json.loads` runs, so it holds whatever the interpreter's recursion
+  limit is (json's C parser recurses once per level: with a raised limit, a deep enough body would
+  overflow the C stack and kill the process). Both the Vertex API and the storage API parse through here.
 Every error that leaves unread bytes on the connection says so (`close`): the answer then closes it, so
 a keep-alive connection never reads the rest of one body as the next request.
 """
@@ -21,6 +24,7 @@ import json
 import re
 from dataclasses import dataclass
 from email.message import Message
+from itertools import accumulate
 from typing import Any, Protocol
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -28,6 +32,11 @@ MAX_JSON_DEPTH = 100
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _DIGITS = re.compile(r"^[0-9]{1,20}$")
 _READ_CHUNK = 64 * 1024
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+for _open, _close in (b"[]", b"{}"):
+    _STEP[_open], _STEP[_close] = 1, -1
 
 
 class Reader(Protocol):
@@ -93,10 +102,21 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def nests_deeper(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON text `raw` opens more than `limit` arrays and objects inside each other, counted
+    without parsing (brackets inside strings do not count) and without recursion."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
+
+
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     """The body as a JSON object ({} for an empty body); ValueError saying what is wrong with it."""
     if not raw.strip():
         return {}
+    if nests_deeper(raw):
+        raise ValueError(f"request body nests deeper than {MAX_JSON_DEPTH} levels")
     try:
         body = json.loads(raw, parse_constant=_refuse_constant)
     except RecursionError:

@@ -10,6 +10,10 @@ files under the data folder.
 Every file is tried, empty ones included; files that cannot be published (a name Cloud Storage refuses, a file
 gone while it was read) are collected into one `PublishError`, which fails the job (`EmulatorService`): a job
 whose outputs are not all there never reads SUCCEEDED.
+
+Only the job's own files are published: an output folder that is a symbolic link (or sits below one, under
+the gs:// root) publishes nothing and fails the job, subfolders and files that are links are left out, and
+a file is read only if it is still inside the output folder once every link is resolved.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vertexdist.backends.output_files import linked_folder, reached_within
 from vertexdist.backends.outputs import FolderOutputs, output_uri
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.errors import VertexdistError
@@ -33,8 +38,14 @@ class PublishError(VertexdistError):
     uri: str = ""
     total: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)  # (path under the folder, why)
+    reason: str = ""  # why nothing at all was published
 
     def __post_init__(self) -> None:
+        if self.reason:
+            super().__init__(
+                f"nothing under {self.uri} was published to the emulated Cloud Storage: {self.reason}"
+            )
+            return
         shown = "; ".join(f"{path!r}: {why}" for path, why in self.failed[:SHOWN_FAILURES])
         more = f"; and {len(self.failed) - SHOWN_FAILURES} more" if len(self.failed) > SHOWN_FAILURES else ""
         super().__init__(
@@ -53,7 +64,15 @@ def publish_outputs(storage: StorageEmulator, gcs_root: Path, spec: dict[str, An
     folder = parse_gs_uri(uri, what="the output folder")
     bucket, prefix = folder.bucket, folder.prefix
     source = FolderOutputs(uri, gcs_root)
-    if not prefix or not source.folder.is_dir():
+    if not prefix:
+        return []
+    link = linked_folder(gcs_root, source.folder)
+    if link is not None:
+        raise PublishError(
+            uri=uri,
+            reason=f"{link} is a symbolic link (to {link.readlink()}); a job's outputs are its own files",
+        )
+    if not source.folder.is_dir():
         return []
     storage.ensure_bucket(bucket)
     existing = storage.md5_hashes(bucket, f"{prefix}/")
@@ -63,6 +82,8 @@ def publish_outputs(storage: StorageEmulator, gcs_root: Path, spec: dict[str, An
     for file in files:
         name = f"{prefix}/{file.path}"
         try:
+            if not reached_within(source.folder, source.folder / file.path):
+                raise PublishError(uri=uri, reason=f"{file.path} is reached through a symbolic link")
             if existing.get(name) != source.checksum(file)[1]:
                 storage.upload(source.folder / file.path, f"gs://{bucket}/{name}")
                 uploaded.append(name)

@@ -15,6 +15,10 @@ Both remember, per object, its md5 and the file's size and mtime as mirrored (`<
 so neither reads what did not change. Objects the folder cannot hold (a name with an empty or `..`
 segment; a name that is also another object's folder, `a` and `a/b`) are left out, as gcsfuse leaves
 them out of its listing. Empty folders a job makes are not objects (Cloud Storage has none).
+
+Symbolic links a job makes are never followed: `push` uploads nothing if the folder itself is a link, and
+no file reached through one (a bucket folder, a subfolder or the file itself); `pull` writes, makes and
+deletes nothing below a folder that is a link (else an object `B/etc/x` could land in /etc).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from vertexdist.backends.output_files import linked_folder, reached_within
 from vertexdist.backends.outputs import md5_base64
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.errors import VertexdistError
@@ -146,9 +151,18 @@ class StorageMirror:
         return entry is not None and stat is not None and (entry.get("size"), entry.get("mtime_ns")) == stat
 
     def _path(self, key: str) -> Path | None:
+        """Where the object `key` is mirrored; None if no file can stand for it, or if a folder on the way
+        is a symbolic link (a job's: the place it points to is not the mirror's)."""
         bucket, _, name = key.partition("/")
         relative = _local_name(name)
-        return None if relative is None or not bucket else self.folder / bucket / relative
+        if relative is None or not bucket:
+            return None
+        path = self.folder / bucket / relative
+        link = linked_folder(self.folder, path.parent)
+        if link is not None:
+            _log.warning("gs://%s is not in the jobs' /gcs: %s is a symbolic link", key, link)
+            return None
+        return path
 
     # --- the two directions -----------------------------------------------------------------------------
     def pull(self) -> int:
@@ -199,6 +213,9 @@ class StorageMirror:
         """Files new or changed in the folder since the last mirror, uploaded; deleted files' objects
         deleted. How many objects changed."""
         with self._lock:
+            if self.folder.is_symlink():
+                _log.warning("%s is a symbolic link: nothing under it is uploaded", self.folder)
+                return 0
             if not self.folder.is_dir():
                 return 0
             state = self._load()
@@ -213,7 +230,7 @@ class StorageMirror:
                             continue  # a download of pull's, not a job's file
                         key = f"{bucket.name}/{path.relative_to(bucket).as_posix()}"
                         stat = self._stat(path)
-                        if stat is None:
+                        if stat is None or not reached_within(self.folder, path):
                             continue
                         seen.add(key)
                         entry = state.get(key)
