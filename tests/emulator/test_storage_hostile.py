@@ -24,6 +24,7 @@ import pytest
 from vertexdist.emulator import Emulator
 from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.gcs_fields import FieldError, check_fields, header_name, header_value, media_headers
+from vertexdist.emulator.http_body import nests_deeper, parse_json_object
 from vertexdist.emulator.output_sync import PublishError, publish_outputs
 from vertexdist.emulator.storage_mirror import StorageMirror
 
@@ -545,3 +546,9 @@ def test_deep_json_is_refused_whatever_the_recursion_limit() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0 and "refused: request body nests deeper than 100" in done.stdout, done
+
+
+def test_brackets_inside_strings_are_not_nesting() -> None:
+    assert not nests_deeper(b'{"a": "' + b"[" * 500 + b'\\" {{{"}')
+    assert parse_json_object(b'{"a": "' + b"[" * 500 + b'", "b": [[1], [2], ' + b"[3], " * 200 + b"[4]]}")
+    assert nests_deeper(b'{"a": "]]]", "b": ' + b"[" * 101 + b"]" * 101 + b"}")
