@@ -25,6 +25,15 @@ def test_lists_relative_paths_with_sizes(source: FolderOutputs) -> None:
     assert [(f.path, f.size) for f in source.files()] == [("metrics.json", 13), ("model/model.pt", 1 << 20)]
 
 
+def test_an_output_folder_that_is_a_link_lists_nothing(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not the job's")
+    (tmp_path / "gcs" / "bkt" / "out").mkdir(parents=True)
+    (tmp_path / "gcs" / "bkt" / "out" / "job-1").symlink_to(outside)
+    assert FolderOutputs("gs://bkt/out/job-1", tmp_path / "gcs").files() == []
+
+
 def test_copies_then_skips_what_is_already_there(source: FolderOutputs, tmp_path: Path) -> None:
     dest = tmp_path / "dest"
     first = download(source, source.files(), dest)

@@ -17,6 +17,7 @@ from vertexdist.backends.output_files import (
     NoOutputs,
     OutputFile,
     OutputSource,
+    linked_folder,
     md5_base64,
     safe_relative,
 )
@@ -64,10 +65,15 @@ class FolderOutputs:
     def __init__(self, uri: str, gcs_root: Path) -> None:
         self.uri = uri
         parse_gs_uri(uri, what="the output folder")
+        self.gcs_root = gcs_root
         self.folder = local_gs_path(uri.rstrip("/"), gcs_root)
 
     def files(self) -> list[OutputFile]:
-        found = []
+        """What the job wrote: nothing when its output folder (or a folder above it under the gs:// root) is a
+        symbolic link, as whatever it points to is not the job's (as in the emulator)."""
+        found: list[OutputFile] = []
+        if self.folder.exists() and linked_folder(self.gcs_root, self.folder) is not None:
+            return found
         for path in sorted(self._walk()):
             stat = path.stat()
             found.append(

@@ -163,6 +163,9 @@ def _import_old_layout(store: ObjectStore) -> None:
                 fields = {
                     k: v for k, v in record.items() if k in ("contentType", "metadata", "contentEncoding")
                 }
-                store.put_file(data, bucket, name, fields)
+                try:
+                    store.put_file(data, bucket, name, fields)
+                except StoreError as exc:  # one object the store now refuses (say, metadata not a map)
+                    logging.getLogger(__name__).warning("not imported: gs://%s/%s (%s)", bucket, name, exc)
     logging.getLogger(__name__).info("imported the older storage emulator's objects from %s", old)
     shutil.rmtree(old, ignore_errors=True)
