@@ -22,7 +22,8 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from vertexdist.emulator.gcs_body import BodyEnded, body_chunks, read_all, split_multipart, write_stream
 from vertexdist.emulator.gcs_store import ObjectStore, Preconditions, Record, StoreError
-from vertexdist.loopback_server import LOOPBACK, LoopbackServer
+from vertexdist.loopback_server import LOOPBACK, GuardedHandler, LoopbackServer
+from vertexdist.request_guard import WritePolicy
 
 MAX_JSON_BYTES = 10 << 20
 _API = r"(?:/storage/v1)?"  # Node's client leaves /storage/v1 out
@@ -72,8 +73,9 @@ def _glob(pattern: str) -> Any:
     return lambda name: compiled.match(name) is not None
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     server: StorageHTTPServer
+    write_policy = WritePolicy.STORAGE  # its upload types too (request_guard)
     protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:

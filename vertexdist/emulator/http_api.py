@@ -31,7 +31,7 @@ from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
-from vertexdist.loopback_server import LOOPBACK, LoopbackServer
+from vertexdist.loopback_server import LOOPBACK, GuardedHandler, LoopbackServer
 from vertexdist.wire import shapes
 from vertexdist.wire.proto_json import encode_enums
 
@@ -47,7 +47,7 @@ def _public(resource: dict[str, Any], as_int: bool) -> dict[str, Any]:
     return encode_enums(visible, as_int=as_int)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):  # the guard (Host, Origin, JSON writes, owner) stands in front
     server: VertexHTTPServer
     protocol_version = "HTTP/1.1"
     _raw_body = b""

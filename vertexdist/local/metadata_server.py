@@ -14,11 +14,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from vertexdist.loopback_server import LoopbackServer
+from vertexdist.loopback_server import GuardedHandler, LoopbackServer
 
 _ROOT = "/computeMetadata/v1/"
 TOKEN_LIFETIME_S = 3599
@@ -87,7 +86,7 @@ def metadata_answer(identity: JobIdentity, path: str, query: Mapping[str, str]) 
     return 404, "text/html", f"metadata key {key!r} is not served by the local metadata server"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     server: MetadataServer
     protocol_version = "HTTP/1.1"
 
