@@ -20,7 +20,6 @@ client reads the answer. Connections left idle for `IDLE_TIMEOUT_S` are closed, 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 import time
@@ -50,7 +49,7 @@ class LoopbackServer(ThreadingHTTPServer):
     def __init__(self, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__((LOOPBACK, port), handler)
         self._thread: threading.Thread | None = None
-        self.owner_uid = os.geteuid()
+        self.owner_uid = peer_uid.my_uid()
         # For bench/bench_guard.py only: an attribute of this process, which no flag or route reaches.
         self.guarded = True
         self._refused = 0

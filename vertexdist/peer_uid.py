@@ -17,6 +17,7 @@ longer be told, and `lookup` answers None for it, never root. Elsewhere (no /pro
 from __future__ import annotations
 
 import functools
+import os
 import socket
 import struct
 import sys
@@ -44,6 +45,11 @@ def _family(host: str) -> int:
 def _v4(host: str) -> str:
     """`127.0.0.1` of `::ffff:127.0.0.1`; other addresses unchanged."""
     return host[7:] if host.lower().startswith("::ffff:") and "." in host else host
+
+
+def my_uid() -> int:
+    """This process's effective uid (-1 where there are no uids: Windows)."""
+    return os.geteuid() if hasattr(os, "geteuid") else -1
 
 
 @functools.cache

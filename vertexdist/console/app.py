@@ -15,7 +15,6 @@ import asyncio
 import hmac
 import json
 import math
-import os
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -143,7 +142,7 @@ class OwnerOnly:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.owner = os.geteuid()
+        self.owner = peer_uid.my_uid()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         client, server = scope.get("client"), scope.get("server")

@@ -7,6 +7,8 @@ Errors are `{"error": {code, message, status}}`, which the client maps to google
 `$alt=json;enum-encoding=int` asks for enums as numbers.
 Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging_api`). Emulator-only
 extensions live under `/vertexdist/` (the fault plan).
+Before any of that, `loopback_server.GuardedHandler` answers only the user who started the emulator, at its
+own address and origin, with JSON writes (docs/security.md).
 Bodies are read as Google's front end reads them (`http_body`: 411, 400, 413, bounded memory), before
 routing, and the fields the emulator reads are type-checked (`shapes`): bad input is a 4xx, never a 500.
 """

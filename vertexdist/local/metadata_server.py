@@ -6,6 +6,8 @@ On Vertex a replica's code gets its project and its service account's token from
 answer 200 with `Metadata-Flavor: Google`, then `computeMetadata/v1/project/project-id`,
 `instance/service-accounts/default/?recursive=true` and `.../token`. Requests without the
 `Metadata-Flavor: Google` header are refused with 403, as on GCE. Tokens are dummies: nothing checks them.
+Only the user who started the job is answered, at the server's own address (`loopback_server.GuardedHandler`):
+another user of the host cannot take the job's token.
 """
 
 from __future__ import annotations
