@@ -42,7 +42,9 @@ def jobs_in(emu: Emulator, parent: str) -> list[Any]:
     return list(emu.service.store.list(parent, "customJobs"))
 
 
-def send(port: int, method: str, path: str, body: bytes = b"", **headers: str) -> tuple[int, dict[str, Any]]:
+def send(
+    port: int, method: str, path: str, body: bytes = b"", /, **headers: str
+) -> tuple[int, dict[str, Any]]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
     try:
         given = {k.replace("_", "-"): v for k, v in headers.items()}
