@@ -405,3 +405,31 @@ def test_the_circle_finder_finds_a_lazy_circle_and_ignores_type_checking(tmp_pat
     graph = _module_imports(tmp_path, "pkg")
     assert _cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
     assert graph["pkg.d"] == set() and graph["pkg.e"] == {"pkg.d"}
+
+
+def _unguarded_handlers(path: Path) -> list[str]:
+    """Classes of a module that answer HTTP straight from http.server's handler, not through the guard."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [
+        f"line {node.lineno}: class {node.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for base in node.bases
+        if (isinstance(base, ast.Name) and base.id == "BaseHTTPRequestHandler")
+        or (isinstance(base, ast.Attribute) and base.attr == "BaseHTTPRequestHandler")
+    ]
+
+
+def test_every_request_handler_stands_on_the_guard(tmp_path: Path) -> None:
+    # Who may drive a loopback server (its user; its own Host and Origin; the content types of its writes)
+    # is checked in one place, GuardedHandler (docs/security.md): a handler beside it would skip it.
+    unguarded = [
+        f"{path.relative_to(REPO)} {where}"
+        for path in sorted(REPO.glob("vertexdist/**/*.py"))
+        if path != REPO / "vertexdist/loopback_server.py"
+        for where in _unguarded_handlers(path)
+    ]
+    assert not unguarded, "\n".join(unguarded) + "\nsubclass vertexdist.loopback_server.GuardedHandler"
+    probe = tmp_path / "probe.py"
+    probe.write_text("import http.server\nclass H(http.server.BaseHTTPRequestHandler): pass\n")
+    assert _unguarded_handlers(probe)

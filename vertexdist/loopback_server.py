@@ -1,19 +1,39 @@
 """A threaded HTTP server on 127.0.0.1 that serves from a background thread until stopped: the base of the
-emulator's Vertex API (`emulator.http_api`), its Cloud Storage API (`emulator.gcs_http`) and a local job's
-metadata server (`local.metadata_server`).
+emulator's Vertex API (`emulator.http_api`, with Cloud Logging and the `/vertexdist/v1/` control
+endpoints), its Cloud Storage API (`emulator.gcs_http`) and a local job's metadata server
+(`local.metadata_server`).
 
-Loopback only: both answer whatever reaches them (the emulator runs commands it is sent), so neither may
-ever face a network.
+Loopback only, and only for the user who started it: the emulator runs commands it is sent, and every page
+of the user's browser and every user of the host can reach 127.0.0.1. So every handler stands on
+`GuardedHandler`, which refuses, before any route or body is read (`request_guard` decides, pure):
+
+- a connection from a socket another user owns (403; `peer_uid` asks the kernel, once per connection);
+- a Host header that is not the address served (400: DNS rebinding);
+- an `Origin` that is not this server's own (403: any other page);
+- a write whose content type is not the server's (`write_policy`; 415: a browser's "simple" request).
+
+A refused request's connection is closed, after its body is let in and dropped for a moment, so the
+client reads the answer. Connections left idle for `IDLE_TIMEOUT_S` are closed, and up to
+`LISTEN_BACKLOG` connections wait to be accepted. docs/security.md has the threats and their tests.
 """
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TypeVar
 
+from vertexdist import peer_uid, request_guard
+from vertexdist.request_guard import Refusal, WritePolicy
+
 LOOPBACK = "127.0.0.1"
 STOP_WAIT_S = 5.0
+LISTEN_BACKLOG = 128
+IDLE_TIMEOUT_S = 120.0
+_LINGER_S = 2.0
 
 ServerT = TypeVar("ServerT", bound="LoopbackServer")
 
@@ -24,10 +44,16 @@ class LoopbackServer(ThreadingHTTPServer):
 
     daemon_threads = True
     thread_name = "loopback-http"
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__((LOOPBACK, port), handler)
         self._thread: threading.Thread | None = None
+        self.owner_uid = peer_uid.my_uid()
+        # For bench/bench_guard.py only: an attribute of this process, which no flag or route reaches.
+        self.guarded = True
+        self._refused = 0
+        self._lock = threading.Lock()
 
     @property
     def port(self) -> int:
@@ -43,6 +69,23 @@ class LoopbackServer(ThreadingHTTPServer):
         """`http://127.0.0.1:PORT`."""
         return f"http://{self.address}"
 
+    @property
+    def refused(self) -> int:
+        """How many requests the guard has refused."""
+        return self._refused
+
+    def count_refusal(self) -> None:
+        with self._lock:
+            self._refused += 1
+
+    def owner_refusal(self, peer: tuple[str, int]) -> Refusal | None:
+        """Why a connection from `peer` may not drive this server; None when it may."""
+        if not self.guarded:
+            return None
+        can_tell = peer_uid.can_tell()
+        uid = peer_uid.lookup(peer, (LOOPBACK, self.port)) if can_tell else None
+        return request_guard.check_owner(uid, self.owner_uid, can_tell=can_tell)
+
     def start(self: ServerT) -> ServerT:
         self._thread = threading.Thread(target=self.serve_forever, name=self.thread_name, daemon=True)
         self._thread.start()
@@ -54,3 +97,65 @@ class LoopbackServer(ThreadingHTTPServer):
             self._thread.join(timeout=STOP_WAIT_S)
             self._thread = None
         self.server_close()
+
+
+class GuardedHandler(BaseHTTPRequestHandler):
+    """A request handler that lets through only what `request_guard` allows (see the module's docstring);
+    its subclasses' `do_*` methods see only requests that passed."""
+
+    server: LoopbackServer
+    timeout = IDLE_TIMEOUT_S
+    write_policy = WritePolicy.JSON_ONLY
+    _owner: Refusal | None = None
+
+    def setup(self) -> None:
+        super().setup()
+        peer = self.client_address
+        self._owner = self.server.owner_refusal((str(peer[0]), int(peer[1])))
+
+    def _header(self, name: str) -> str | None:
+        values = self.headers.get_all(name)
+        return ", ".join(values) if values else None
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if not self.server.guarded:
+            return True
+        refusal = self._owner or request_guard.check(
+            self.command, self._header, self.server.port, self.write_policy
+        )
+        if refusal is None:
+            return True
+        self.server.count_refusal()
+        self._answer_refusal(refusal)
+        return False
+
+    def _answer_refusal(self, refusal: Refusal) -> None:
+        data = json.dumps(
+            {"error": {"code": refusal.status, "message": refusal.message, "status": refusal.reason}}
+        ).encode()
+        self.close_connection = True
+        try:
+            self.send_response(refusal.status)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:
+            return
+        self._linger_close()
+
+    def _linger_close(self) -> None:
+        """A lingering close: the body we refused may still be coming; closing now would reset the
+        connection and lose our answer, so read and drop what comes for a moment, in fixed-size pieces."""
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(0.25)
+            deadline = time.monotonic() + _LINGER_S
+            while time.monotonic() < deadline and self.connection.recv(64 * 1024):
+                pass
+        except OSError:
+            pass  # the client is gone or stays silent: either way we are done

@@ -118,6 +118,7 @@ def test_unknown_job_is_404_and_invalid_request_is_400(emu: Emulator, job_client
 def _raw(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method="POST" if body is not None else "GET")
+    request.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(request, timeout=10) as response:
         return dict(json.loads(response.read()))
 

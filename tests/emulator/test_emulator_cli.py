@@ -94,6 +94,7 @@ def test_a_killed_emulator_leaves_no_job_running(tmp_path: Path) -> None:
             f"{endpoint}/v1/projects/test-proj/locations/us-central1/customJobs",
             data=json.dumps(body).encode(),
             method="POST",
+            headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             name = json.loads(response.read())["name"]

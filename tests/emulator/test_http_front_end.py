@@ -45,6 +45,8 @@ class Answer:
 
 
 def exchange(emu: Emulator, raw: bytes, method: str, *, end_writes: bool = False) -> Answer:
+    host = f"Host: 127.0.0.1:{emu.http.port}\r\n".encode()  # the guard answers its own address only
+    raw = raw.replace(b"Host: emulator\r\n", host, 1)
     with socket.create_connection(("127.0.0.1", emu.http.port), timeout=20) as sock:
         sock.sendall(raw)
         if end_writes:
@@ -55,7 +57,7 @@ def exchange(emu: Emulator, raw: bytes, method: str, *, end_writes: bool = False
         body = first.read()
         follow_up = None
         if not first.will_close and not end_writes:
-            sock.sendall(FOLLOW_UP)
+            sock.sendall(FOLLOW_UP.replace(b"Host: e\r\n", host, 1))
             second = http.client.HTTPResponse(sock, method="GET")
             second.begin()
             second.read()
@@ -66,6 +68,7 @@ def exchange(emu: Emulator, raw: bytes, method: str, *, end_writes: bool = False
 def request(method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", "Host: emulator"]
     given = {"Content-Length": str(len(body))} if headers is None else headers
+    given = {"Content-Type": "application/json", **given}  # what the SDK sends on every call
     lines += [f"{k}: {v}" for k, v in given.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
@@ -102,6 +105,7 @@ def test_clients_announcing_4_gb_cost_the_server_no_memory(front: Emulator) -> N
     # The emulator runs in this process: before, each of these grew it by the announced 4 GB.
     before = _virtual_memory_bytes()
     raw = request("POST", f"/v1/{PARENT}/customJobs", headers={"Content-Length": str(4 * 1024**3)})
+    raw = raw.replace(b"Host: emulator", f"Host: 127.0.0.1:{front.http.port}".encode(), 1)
     clients = [socket.create_connection(("127.0.0.1", front.http.port), timeout=20) for _ in range(3)]
     try:
         for sock in clients:

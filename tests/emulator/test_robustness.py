@@ -156,6 +156,7 @@ def test_a_bad_page_size_is_400_and_a_server_bug_is_a_500_answer(
     request = urllib.request.Request(
         f"{emu.vertex_endpoint}/vertexdist/v1/faults", data=b'{"no_such_field": 1}', method="POST"
     )
+    request.add_header("Content-Type", "application/json")
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=10)
     assert caught.value.code == 400

@@ -55,6 +55,7 @@ def test_an_empty_object_by_every_kind_of_upload(storage: StorageEmulator, tmp_p
         f"{storage.endpoint}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=media",
         data=b"",
         method="POST",
+        headers={"Content-Type": "application/octet-stream"},  # urllib's own default is a form's type
     )
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert answer.status == 200
@@ -147,6 +148,7 @@ def test_requests_are_answered_while_an_upload_is_half_sent(storage: StorageEmul
     slow = http.client.HTTPConnection("127.0.0.1", storage.port, timeout=10)
     slow.putrequest("POST", f"/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=slow")
     slow.putheader("Content-Length", "10")
+    slow.putheader("Content-Type", "application/octet-stream")
     slow.endheaders()
     slow.send(b"12345")  # half of it
     with urllib.request.urlopen(f"{storage.endpoint}/storage/v1/b/{BUCKET}/o", timeout=5) as answer:

@@ -98,6 +98,7 @@ def _create_job(endpoint: str, spec: dict[str, Any]) -> str:
         f"{endpoint}/v1/projects/test-proj/locations/us-central1/customJobs",
         data=json.dumps({"displayName": "doomed", "jobSpec": spec}).encode(),
         method="POST",
+        headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         return str(json.loads(response.read())["name"])

@@ -5,6 +5,8 @@ files are the package's own (Chart.js vendored), nothing is fetched at run time.
 With `token` set (a host beyond loopback), every request needs it: `?token=` once (it is then kept in an
 HttpOnly cookie), or an `Authorization: Bearer` header. `allowed_hosts` refuses requests addressed to any
 other host name (a page on another site cannot reach a loopback console through DNS rebinding).
+`OwnerOnly` answers a connection from loopback only when its socket is the console user's own (or root's):
+another user of the host gets 403 (`peer_uid`; docs/security.md).
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from vertexdist import peer_uid, request_guard
 from vertexdist.backends.base import SEVERITIES, TERMINAL_STATES, LogQuery
 from vertexdist.console.jobs import KINDS, Console, JobRow, NotFound, Unavailable
 from vertexdist.console.refs import JobRef, parse_ref
+from vertexdist.console.serve import is_loopback
 
 HERE = Path(__file__).parent
 PAGE_ROWS = 100
@@ -128,6 +132,26 @@ class AllowedHosts:
             if host_name(header) not in self.hosts:
                 response = Response("this console answers on loopback only\n", status_code=400)
                 await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class OwnerOnly:
+    """A request from a loopback socket another user owns gets 403 (see the module's docstring); one
+    from beyond loopback is the token's to judge."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.owner = peer_uid.my_uid()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        client, server = scope.get("client"), scope.get("server")
+        if scope["type"] in ("http", "websocket") and client and server and is_loopback(str(client[0])):
+            can_tell = peer_uid.can_tell()
+            uid = peer_uid.lookup((str(client[0]), int(client[1])), (str(server[0]), int(server[1])))
+            refusal = request_guard.check_owner(uid, self.owner, can_tell=can_tell)
+            if refusal is not None:
+                await Response(refusal.message + "\n", status_code=refusal.status)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -345,7 +369,7 @@ def build_app(
         HTTPException: http_error,
         Unavailable: unavailable,
     }
-    middleware = [Middleware(SecurityHeaders)]
+    middleware = [Middleware(SecurityHeaders), Middleware(OwnerOnly)]
     if allowed_hosts:
         middleware.append(Middleware(AllowedHosts, hosts=allowed_hosts))
     if token:

@@ -46,7 +46,8 @@ from vertexdist.emulator.gcs_store import (
     parse_int64,
 )
 from vertexdist.emulator.http_body import parse_json_object
-from vertexdist.loopback_server import LoopbackServer
+from vertexdist.loopback_server import GuardedHandler, LoopbackServer
+from vertexdist.request_guard import WritePolicy
 
 MAX_JSON_BYTES = 10 << 20
 MAX_OBJECT_BYTES = 5 << 40  # https://cloud.google.com/storage/quotas: an object is at most 5 TiB
@@ -101,8 +102,9 @@ def _glob(pattern: str) -> Any:
     return lambda name: compiled.match(name) is not None
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     server: StorageHTTPServer
+    write_policy = WritePolicy.STORAGE  # its upload types too (request_guard)
     protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:

@@ -7,6 +7,8 @@ Errors are `{"error": {code, message, status}}`, which the client maps to google
 `$alt=json;enum-encoding=int` asks for enums as numbers.
 Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging_api`). Emulator-only
 extensions live under `/vertexdist/` (the fault plan).
+Before any of that, `loopback_server.GuardedHandler` answers only the user who started the emulator, at its
+own address and origin, with JSON writes (docs/security.md).
 Bodies are read as Google's front end reads them (`http_body`: 411, 400, 413, bounded memory), before
 routing, and the fields the emulator reads are type-checked (`shapes`): bad input is a 4xx, never a 500.
 """
@@ -31,7 +33,7 @@ from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.service import ApiError, EmulatorService
 from vertexdist.emulator.tuning_service import TuningService
 from vertexdist.errors import VertexdistError
-from vertexdist.loopback_server import LOOPBACK, LoopbackServer
+from vertexdist.loopback_server import LOOPBACK, GuardedHandler, LoopbackServer
 from vertexdist.wire import shapes
 from vertexdist.wire.proto_json import encode_enums
 
@@ -47,7 +49,7 @@ def _public(resource: dict[str, Any], as_int: bool) -> dict[str, Any]:
     return encode_enums(visible, as_int=as_int)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):  # the guard (Host, Origin, JSON writes, owner) stands in front
     server: VertexHTTPServer
     protocol_version = "HTTP/1.1"
     _raw_body = b""

@@ -5,7 +5,9 @@ HTTP client sends it (`logging_v2/_http.py`: `resourceNames`, `filter`, `orderBy
 So the Vertex backend reads an emulator job's logs exactly as it reads a Vertex job's. Pages follow the
 API: `pageSize` at most 1000 (50 if unset), `orderBy` `timestamp asc` (the default) or `timestamp desc`,
 and `nextPageToken` while more entries match; a token holds the last entry's (timestamp, insertId), so new
-lines written between two pages neither repeat nor push entries off a page.
+lines written between two pages neither repeat nor push entries off a page. It is served by the Vertex API's
+server, behind its guard: only its user, at its own address, with `Content-Type: application/json`
+(google-cloud-logging sends that with every `entries:list`).
 """
 
 from __future__ import annotations

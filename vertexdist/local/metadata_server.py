@@ -6,6 +6,8 @@ On Vertex a replica's code gets its project and its service account's token from
 answer 200 with `Metadata-Flavor: Google`, then `computeMetadata/v1/project/project-id`,
 `instance/service-accounts/default/?recursive=true` and `.../token`. Requests without the
 `Metadata-Flavor: Google` header are refused with 403, as on GCE. Tokens are dummies: nothing checks them.
+Only the user who started the job is answered, at the server's own address (`loopback_server.GuardedHandler`):
+another user of the host cannot take the job's token.
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from vertexdist.loopback_server import LoopbackServer
+from vertexdist.loopback_server import GuardedHandler, LoopbackServer
 
 _ROOT = "/computeMetadata/v1/"
 TOKEN_LIFETIME_S = 3599
@@ -87,7 +88,7 @@ def metadata_answer(identity: JobIdentity, path: str, query: Mapping[str, str]) 
     return 404, "text/html", f"metadata key {key!r} is not served by the local metadata server"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     server: MetadataServer
     protocol_version = "HTTP/1.1"
 
