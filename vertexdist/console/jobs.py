@@ -31,6 +31,7 @@ from vertexdist.console.metrics import ScalarReaders, Series, trial_series
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.errors import VertexdistError
 from vertexdist.managed.attempts import MANAGED_LABEL
+from vertexdist.private_files import make_private_dir
 from vertexdist.wire.timestamps import parse_ns
 
 if TYPE_CHECKING:
@@ -170,7 +171,8 @@ class Console:
         self.local = create_backend("local", LocalOptions(runs_dir=self.runs_dir))
         self.local_tuning: LocalTuningBackend = self.local.tuning
         self.remote = remote
-        self.cache_dir = Path(cache_dir)
+        # What it caches (a job's TensorBoard files) is the user's alone, as the run folders are.
+        self.cache_dir = make_private_dir(Path(cache_dir))
         self.clock = clock
         self.scalar_readers = ScalarReaders()
         self.attempt_sources: list[AttemptSource] = []
@@ -222,6 +224,8 @@ class Console:
             except VertexdistError as exc:
                 problems.append(f"{self.remote_label}: {exc.message}")
                 found = []
+            # What the backend could not read (JobList.problems): one line each, the rest still listed.
+            problems += [f"{self.remote_label}: {line}" for line in getattr(found, "problems", ())]
             for status in found:
                 ref = vertex_ref(status.name)
                 if ref is not None:

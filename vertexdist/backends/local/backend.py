@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from vertexdist.backends.base import (
     NO_OPTIONS,
     TERMINAL_STATES,
+    JobList,
     JobResult,
     JobStatus,
     LogQuery,
@@ -404,7 +405,17 @@ class LocalBackend:
         folders = sorted(
             [*run_folders(self.options.runs_dir, "job.json"), *self.tuning.names()], reverse=True
         )
-        return [self.describe(name) for name in list(dict.fromkeys([*started, *folders]))[:limit]]
+        found = JobList()
+        for name in list(dict.fromkeys([*started, *folders]))[:limit]:
+            try:
+                found.append(self.describe(name))
+            except VertexdistError as exc:  # one run folder that cannot be read must not hide the others
+                found.problems.append(f"{name}: {exc.message}")
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:  # its files hold the wrong types
+                found.problems.append(
+                    f"{name}: its run folder could not be read: {type(exc).__name__}: {exc}"
+                )
+        return found
 
     def cancel(self, name: str) -> None:
         if self._is_tuning(name):
