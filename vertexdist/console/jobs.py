@@ -27,6 +27,7 @@ from vertexdist.backends.base import (
     StateChange,
     TuningStatus,
 )
+from vertexdist.backends.local.logs import masked
 from vertexdist.console.metrics import ScalarReaders, Series, trial_series
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.errors import VertexdistError
@@ -177,6 +178,7 @@ class Console:
         self.scalar_readers = ScalarReaders()
         self.attempt_sources: list[AttemptSource] = []
         self._rows: dict[str, tuple[object, JobRow]] = {}  # local job id -> (its version, its row)
+        self._secret_values: dict[str, tuple[str, ...]] = {}  # a remote job's path -> its secret values
 
     # --- where ------------------------------------------------------------------------------------
     @property
@@ -404,8 +406,15 @@ class Console:
             if self.is_tuning(ref):
                 return LogsPage(chunks=[])
             backend, name = self._local_job(ref)
-            return self._call(lambda: backend.logs(name, cursor, query))
-        return self._call(lambda: self._remote().logs(self._remote_name(ref), cursor, query))
+            return self._call(lambda: backend.logs(name, cursor, query))  # masked by the local backend
+        page = self._call(lambda: self._remote().logs(self._remote_name(ref), cursor, query))
+        return masked(page, self._secrets(ref))
+
+    def _secrets(self, ref: JobRef) -> tuple[str, ...]:
+        """A remote job's secret env values (its spec never changes), to mask them in its log text."""
+        if ref.path not in self._secret_values:
+            self._secret_values[ref.path] = self.status(ref).secret_values
+        return self._secret_values[ref.path]
 
     def metrics(self, ref: JobRef) -> list[Series]:
         """The job's TensorBoard scalars; a tuning job's trial measurements of its objective."""
