@@ -44,6 +44,7 @@ def emulator_with_a_bad_job(tmp_path: Path) -> Any:
     with Emulator(data_dir=tmp_path / "data") as emu:
         spec = {"workerPoolSpecs": [pool(1), pool("99999999999999999999")]}  # past int64
         stored(emu, "customJobs", "1", "too-big", jobSpec=spec)
+        stored(emu, "customJobs", "3", "fine-job", jobSpec={"workerPoolSpecs": [pool(1)]})
         stored(
             emu,
             "trainingPipelines",
@@ -66,14 +67,15 @@ def test_an_unreadable_job_is_one_problem_line_and_the_others_list(
         project="test-proj", location="us-central1", api_endpoint=emu.vertex_endpoint, api_transport="rest"
     )
     listed = VertexBackend(target).list()
-    assert [s.display_name for s in listed] == ["fine"]
+    assert sorted(s.display_name for s in listed) == ["fine", "fine-job"]
     problems = getattr(listed, "problems", [])
-    assert len(problems) == 1 and "listing custom jobs" in problems[0] and "replicaCount" in problems[0]
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"{PARENT}/customJobs/1 cannot be read") and "replicaCount" in problems[0]
 
     (tmp_path / "runs").mkdir()
     console = Console(tmp_path / "runs", VertexBackend(target), cache_dir=tmp_path / "cache" / "console")
     rows, page_problems = console.rows()
-    assert [r.display_name for r in rows] == ["fine"]
+    assert sorted(r.display_name for r in rows) == ["fine", "fine-job"]
     assert len(page_problems) == 1 and "replicaCount" in page_problems[0]
     assert stat.S_IMODE(os.stat(tmp_path / "cache" / "console").st_mode) == 0o700
 
@@ -89,8 +91,8 @@ def test_vertexdist_list_prints_the_problem_and_the_jobs(
         main.run(["list", "--endpoint", endpoint, "--project", "test-proj", "--location", "us-central1"])
     out, err = capsys.readouterr()
     assert done.value.code == 0, err
-    assert "fine" in out
-    assert err.count("problem: ") == 1 and "replicaCount" in err
+    assert "fine-job" in out and "fine " in out
+    assert err.count("problem: ") == 1 and "customJobs/1 cannot be read" in err
 
 
 def test_a_trillion_replicas_list_a_bounded_number_of_rows() -> None:
