@@ -39,9 +39,9 @@ def pool(replicas: Any) -> dict[str, Any]:
     return {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": replicas}
 
 
-@pytest.fixture
-def emulator_with_a_bad_job(tmp_path: Path) -> Any:
-    with Emulator(data_dir=tmp_path / "data") as emu:
+@pytest.fixture(scope="module")
+def emulator_with_a_bad_job(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with Emulator(data_dir=tmp_path_factory.mktemp("unreadable") / "data") as emu:
         spec = {"workerPoolSpecs": [pool(1), pool("99999999999999999999")]}  # past int64
         stored(emu, "customJobs", "1", "too-big", jobSpec=spec)
         stored(emu, "customJobs", "3", "fine-job", jobSpec={"workerPoolSpecs": [pool(1)]})
@@ -81,11 +81,14 @@ def test_an_unreadable_job_is_one_problem_line_and_the_others_list(
 
 
 def test_vertexdist_list_prints_the_problem_and_the_jobs(
-    emulator_with_a_bad_job: Emulator, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    emulator_with_a_bad_job: Emulator,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from vertexdist.cli import main
 
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     endpoint = emulator_with_a_bad_job.vertex_endpoint
     with pytest.raises(SystemExit) as done:
         main.run(["list", "--endpoint", endpoint, "--project", "test-proj", "--location", "us-central1"])
