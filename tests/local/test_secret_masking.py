@@ -99,3 +99,33 @@ def test_vertexdist_logs_masks_them(
         main.run(["logs", job_id])
     out, err = capsys.readouterr()
     assert "token is" in out and SECRET not in out + err
+
+
+def test_a_tuning_trials_logs_are_masked_from_its_own_folder(tmp_path: Path) -> None:
+    from vertexdist.backends.local import LocalBackend
+    from vertexdist.backends.local.prepare import LocalOptions
+    from vertexdist.backends.local.trials import LocalTrialLauncher
+    from vertexdist.local.environment import JobContext
+    from vertexdist.tuning.study import TrialRecord
+
+    code = "import os; print('token is', os.environ['API_TOKEN'])"
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": 1,
+        "containerSpec": {
+            "imageUri": "example.com/standin:latest",
+            "command": [sys.executable, "-c", code],
+            "env": [{"name": "API_TOKEN", "value": SECRET}],
+        },
+    }
+    run_dir = tmp_path / "tune"
+    ctx = JobContext(job_id="tune", project="p", region="us-central1", gcs_root=str(run_dir / "gcs"))
+    spec = {"workerPoolSpecs": [pool], "baseOutputDirectory": {"outputUriPrefix": "gs://b/out"}}
+    launcher = LocalTrialLauncher(
+        spec, ctx, run_dir=run_dir, sdists={}, cache_dir=tmp_path / "cache", parallel=1
+    )
+    trial = launcher.start(TrialRecord(id="1", parameters={}, args=()))
+    assert trial.wait(60)
+    trials = LocalBackend(LocalOptions(runs_dir=run_dir / "trials"))  # how the console reads a trial's page
+    text = "".join(c.text for c in trials.logs("1", None, LogQuery()).chunks)
+    assert f"token is {MASK}" in text and SECRET not in text
