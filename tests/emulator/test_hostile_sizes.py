@@ -197,6 +197,15 @@ def test_a_replica_count_of_a_trillion_is_refused_at_once_in_bounded_memory(emul
             "parallelTrialCount: the job asks for 65 parallel trials",
         ),
         ("/hyperparameterTuningJobs", tuning_body(labels={"Bad": "x"}), "hyperparameterTuningJob.labels"),
+        (
+            "/persistentResources?persistentResourceId=huge",
+            {
+                "resourcePools": [
+                    {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": str(10**30)}
+                ]
+            },
+            "resourcePools[0].replicaCount: Invalid value (TYPE_INT64)",
+        ),
     ],
 )
 def test_hostile_values_are_400_naming_the_field(
