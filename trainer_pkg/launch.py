@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import ipaddress
 import os
 import signal
 import socket
@@ -161,6 +162,17 @@ class ReplicaLauncher:
             listener.bind((placement.master_addr, 0))
             listener.listen(128)
             master_port = listener.getsockname()[1]
+        elif placement.node_rank == 0 and _is_loopback(placement.master_addr):
+            # A local multi-node job: rank 0's TCPStore would listen on every interface (torch takes no bind
+            # address), so it gets a socket bound to the loopback rendezvous address instead.
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                listener.bind((placement.master_addr, master_port))
+                listener.listen(128)
+            except OSError:  # taken: rank 0 binds it itself and says so (TrainerError)
+                listener.close()
+                listener = None
         world = self.cluster.world_size
         first = self.cluster.global_rank(0)
         print(
@@ -312,3 +324,10 @@ def start_method_from_env(env: Mapping[str, str]) -> StartMethod:
     if value not in ("fork", "exec"):
         raise TrainerError(f"{START_METHOD_VARIABLE}={value!r} is not 'fork' or 'exec'")
     return "fork" if value == "fork" else "exec"
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback and ipaddress.ip_address(host).version == 4
+    except ValueError:
+        return False

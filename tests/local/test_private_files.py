@@ -66,7 +66,9 @@ def test_no_secret_in_the_run_folder_or_in_what_local_run_prints(tmp_path: Path,
     assert result.returncode == 0, result.stderr
     assert SECRET not in result.stdout + result.stderr
     assert "visible" in result.stdout  # the replicas' output is shown, only the secret is not
-    assert _files_holding(out, SECRET) == []
+    # Only secrets.json holds it (0600, for masking logs later: docs/commands/local-run.md).
+    assert _files_holding(out, SECRET) == [out / "secrets.json"]
+    assert (out / "secrets.json").stat().st_mode & 0o777 == 0o600
     spec = json.loads((out / "job.json").read_text())
     env = spec["workerPoolSpecs"][0]["pythonPackageSpec"]["env"]
     assert {"name": "API_TOKEN", "value": "********"} in env and {"name": "PLAIN", "value": "visible"} in env

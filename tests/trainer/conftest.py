@@ -155,6 +155,30 @@ def wait_for(condition: Callable[[], bool], within: float, what: str) -> None:
         time.sleep(0.01)
 
 
+def listeners(pids: set[int]) -> list[str]:
+    """The local addresses `pids` listen on, as /proc/net/tcp{,6} write them (0100007F:PORT: 127.0.0.1)."""
+    inodes = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                found.append(fields[1])
+    return found
+
+
 class Kit:
     """The helpers above, as one fixture (importlib import mode keeps conftest out of reach of imports)."""
 
@@ -166,6 +190,7 @@ class Kit:
     group_members = staticmethod(group_members)
     group_gone = staticmethod(group_gone)
     wait_for = staticmethod(wait_for)
+    listeners = staticmethod(listeners)
 
     @staticmethod
     def run_module(

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,10 +174,18 @@ def test_a_failing_worker_ends_its_siblings_and_names_its_rank(make_job: Any, ki
 def test_chief_alone_times_out_naming_the_missing_ranks(make_job: Any, kit: Any) -> None:
     job = make_job(nodes=2, nproc=1)
     replica = job.start(0, [*ARGS[:-1], "--rdzv-timeout=2"])
-    assert kit.wait(replica, 60) == 1
+    seen: set[str] = set()  # what the replica listens on while rank 0 serves its store
+    deadline = time.monotonic() + 60
+    while replica.poll() is None and time.monotonic() < deadline:
+        seen.update(kit.listeners(set(kit.group_members(replica.pid))))
+        time.sleep(0.05)
+    assert kit.wait(replica, 5) == 1
     assert "rendezvous at 127.0.0.1:" in job.log(0)
     assert "timed out after 2 s waiting for the other 1 rank(s)" in job.log(0)
     assert "Traceback" not in job.log(0)
+    # The store listens on the loopback rendezvous address, never on every interface (torch's default).
+    assert f"0100007F:{job.ports['workerpool0'][0]:04X}" in seen
+    assert [a for a in seen if a.split(":")[0].strip("0") == ""] == []
 
 
 def test_checkpoint_from_another_model_is_refused(

@@ -22,7 +22,7 @@ from the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -114,6 +114,15 @@ def with_project(template: JobTemplate) -> JobTemplate:
 
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "PAUSED", "EXPIRED"})
+
+
+class JobList(list["JobStatus"]):
+    """What `list` returns: the jobs it could read, and one line per job (or answer) it could not, so one
+    unreadable job never hides the others (the console and `vertexdist list` show the lines as problems)."""
+
+    def __init__(self, jobs: Iterable[JobStatus] = (), problems: Iterable[str] = ()) -> None:
+        super().__init__(jobs)
+        self.problems: list[str] = list(problems)
 
 
 @dataclass(frozen=True)

@@ -106,10 +106,17 @@ def list_jobs(
 ) -> None:
     """List training jobs in a project and location (with --emulator, the emulator's), newest first."""
     at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    found: list[JobStatus] = []
+    problems: list[str] = []
     with open_projects(at) as backends:
-        found = [s for backend in backends for s in backend.list(limit=limit)]
+        for backend in backends:
+            listed = backend.list(limit=limit)
+            found += listed
+            problems += getattr(listed, "problems", ())  # jobs it could not read (backends.base.JobList)
         parents = [backend.target.parent for backend in backends]
     found = sorted(found, key=lambda s: s.create_time or "", reverse=True)[:limit]
+    for problem in problems:
+        typer.echo(f"problem: {problem}", err=True)
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in found], indent=2))
         return

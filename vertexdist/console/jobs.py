@@ -27,10 +27,12 @@ from vertexdist.backends.base import (
     StateChange,
     TuningStatus,
 )
+from vertexdist.backends.local.logs import masked
 from vertexdist.console.metrics import ScalarReaders, Series, trial_series
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.errors import VertexdistError
 from vertexdist.managed.attempts import MANAGED_LABEL
+from vertexdist.private_files import make_private_dir
 from vertexdist.wire.timestamps import parse_ns
 
 if TYPE_CHECKING:
@@ -170,11 +172,13 @@ class Console:
         self.local = create_backend("local", LocalOptions(runs_dir=self.runs_dir))
         self.local_tuning: LocalTuningBackend = self.local.tuning
         self.remote = remote
-        self.cache_dir = Path(cache_dir)
+        # What it caches (a job's TensorBoard files) is the user's alone, as the run folders are.
+        self.cache_dir = make_private_dir(Path(cache_dir))
         self.clock = clock
         self.scalar_readers = ScalarReaders()
         self.attempt_sources: list[AttemptSource] = []
         self._rows: dict[str, tuple[object, JobRow]] = {}  # local job id -> (its version, its row)
+        self._secret_values: dict[str, tuple[str, ...]] = {}  # a remote job's path -> its secret values
 
     # --- where ------------------------------------------------------------------------------------
     @property
@@ -222,6 +226,8 @@ class Console:
             except VertexdistError as exc:
                 problems.append(f"{self.remote_label}: {exc.message}")
                 found = []
+            # What the backend could not read (JobList.problems): one line each, the rest still listed.
+            problems += [f"{self.remote_label}: {line}" for line in getattr(found, "problems", ())]
             for status in found:
                 ref = vertex_ref(status.name)
                 if ref is not None:
@@ -400,8 +406,15 @@ class Console:
             if self.is_tuning(ref):
                 return LogsPage(chunks=[])
             backend, name = self._local_job(ref)
-            return self._call(lambda: backend.logs(name, cursor, query))
-        return self._call(lambda: self._remote().logs(self._remote_name(ref), cursor, query))
+            return self._call(lambda: backend.logs(name, cursor, query))  # masked by the local backend
+        page = self._call(lambda: self._remote().logs(self._remote_name(ref), cursor, query))
+        return masked(page, self._secrets(ref))
+
+    def _secrets(self, ref: JobRef) -> tuple[str, ...]:
+        """A remote job's secret env values (its spec never changes), to mask them in its log text."""
+        if ref.path not in self._secret_values:
+            self._secret_values[ref.path] = self.status(ref).secret_values
+        return self._secret_values[ref.path]
 
     def metrics(self, ref: JobRef) -> list[Series]:
         """The job's TensorBoard scalars; a tuning job's trial measurements of its objective."""

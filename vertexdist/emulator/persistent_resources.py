@@ -26,6 +26,7 @@ from vertexdist.spec.rules import persistent_resource_id_problem
 from vertexdist.wire.enums import ACCELERATOR_TYPES, enum_name, enum_number
 from vertexdist.wire.placement import placement_problems, with_used
 from vertexdist.wire.proto_json import now_rfc3339
+from vertexdist.wire.shapes import INT64_MAX
 
 COLLECTION = "persistentResources"
 RESOURCE_TYPE = "PersistentResource"
@@ -63,6 +64,10 @@ def _whole(value: Any, field: str) -> int:
         raise ApiError.invalid(f"{field}: expected an integer, got {value!r}") from None
     if not isinstance(number, int):
         raise ApiError.invalid(f"{field}: expected an integer, got {value!r}")
+    if not -INT64_MAX - 1 <= number <= INT64_MAX:  # the SDK could not read the resource back
+        raise ApiError.invalid(
+            f"{field}: Invalid value (TYPE_INT64), {value!r}: out of range, at most {INT64_MAX}"
+        )
     return number
 
 

@@ -132,6 +132,8 @@ class EmulatorService:
         self._check_location(location)
         if not body.get("displayName"):
             raise ApiError.invalid("customJob.displayName is required")
+        if pipeline is None and trial is None:  # a pipeline's and a trial's job come from a checked body
+            self._check_resource(body, "customJob")
         try:
             spec = normalize_job_spec(body.get("jobSpec") or {})
         except ValueError as exc:
@@ -156,6 +158,7 @@ class EmulatorService:
         self._check_location(location)
         if not body.get("displayName"):
             raise ApiError.invalid("trainingPipeline.displayName is required")
+        self._check_resource(body, "trainingPipeline")
         definition = body.get("trainingTaskDefinition")
         if definition != CUSTOM_TASK_DEFINITION:
             raise ApiError.invalid(
@@ -333,6 +336,12 @@ class EmulatorService:
         problems = validation.location_problems(location)
         if problems:
             raise ApiError.invalid(problems[0])
+
+    @staticmethod
+    def _check_resource(body: dict[str, Any], what: str) -> None:
+        problems = validation.resource_problems(body, what)
+        if problems:
+            raise ApiError.invalid("; ".join(problems[:5]))
 
     @staticmethod
     def _check_spec(spec: dict[str, Any], where: str) -> None:

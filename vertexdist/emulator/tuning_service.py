@@ -122,6 +122,9 @@ class TuningService:
             job = parse_tuning_job(normalized)
         except ValueError as exc:
             raise ApiError.invalid(f"hyperparameterTuningJob.{exc}") from None
+        resource_problems = validation.resource_problems(normalized, "hyperparameterTuningJob")
+        if resource_problems:
+            raise ApiError.invalid("; ".join(resource_problems[:5]))
         spec_problems = validation.job_spec_problems(dict(job.trial_job_spec))
         if spec_problems:
             raise ApiError.invalid("hyperparameterTuningJob.trialJobSpec: " + "; ".join(spec_problems))
@@ -130,6 +133,9 @@ class TuningService:
                 f"hyperparameterTuningJob.parallelTrialCount ({job.parallel_trial_count}) must not exceed"
                 f" maxTrialCount ({job.max_trial_count})"
             )
+        at_once = validation.local_size_problems(dict(job.trial_job_spec), at_once=job.parallel_trial_count)
+        if at_once:
+            raise ApiError.invalid("hyperparameterTuningJob.parallelTrialCount: " + at_once[0])
         stamp = now_rfc3339()
         resource: Resource = {
             "name": f"{parent}/{COLLECTION}/{new_id()}",

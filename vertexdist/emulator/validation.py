@@ -3,6 +3,10 @@
 
 Messages follow Vertex's wording where it is known (docs/reference/vertex.md §6), e.g.
 `Accelerator "NVIDIA_TESLA_K80" is not supported for machine type "n1-standard-4"`.
+
+Beyond Vertex's rules, the emulator holds a job to what this machine can run (docs/commands/emulator.md,
+"Limits on what a request may ask"): every replica is a process here, so a job asks for at most
+`LOCAL_MAX_REPLICAS` replicas in all, and a tuning job's parallel trials count their replicas too.
 """
 
 from __future__ import annotations
@@ -12,6 +16,12 @@ from typing import Any
 from vertexdist.spec import catalog
 from vertexdist.spec.durations import is_proto_duration
 from vertexdist.spec.machine_rules import MachineChoice, check_machine
+from vertexdist.spec.names import (
+    display_name_problem,
+    label_key_problem,
+    label_value_problem,
+    labels_count_problem,
+)
 from vertexdist.wire.gcs_uri import GsUriError, parse_gs_uri
 
 
@@ -23,6 +33,10 @@ def _is_gs(uri: object, *, object_name: bool = False) -> bool:
         return False
     return True
 
+
+# Replicas the emulator starts for one job (all pools), or at once for one tuning job (parallel trials
+# times each trial's replicas): each is a process on this machine, with a port, a log and a supervisor.
+LOCAL_MAX_REPLICAS = 64
 
 _MACHINE_FIELDS = {
     "machine_type": "machineType",
@@ -67,6 +81,71 @@ def _pool_problems(index: int, pool: dict[str, Any]) -> list[str]:
         ]
     if container and not container.get("imageUri"):
         problems.append(f"{where}.containerSpec.imageUri is required")
+    for kind, code in (("pythonPackageSpec", package), ("containerSpec", container)):
+        if isinstance(code, dict):
+            problems += _process_text_problems(f"{where}.{kind}", code)
+    return problems
+
+
+def _process_text_problems(where: str, code: dict[str, Any]) -> list[str]:
+    """What a replica's execve cannot take: a NUL inside an argument or an environment string, or an `=`
+    in a variable's name (an entry is NAME=value; the replica would see another name)."""
+    problems = [
+        f"{where}.{field}[{index}] holds a NUL character (\\x00); a process argument cannot hold one"
+        for field in ("command", "args")
+        for index, arg in enumerate(code.get(field) or [])
+        if "\x00" in str(arg)
+    ]
+    for index, entry in enumerate(code.get("env") or []):
+        name, value = str((entry or {}).get("name") or ""), str((entry or {}).get("value") or "")
+        if not name or "=" in name or "\x00" in name:
+            problems.append(
+                f"{where}.env[{index}].name {name!r} is not an environment variable name"
+                " (not empty, no = or NUL)"
+            )
+        if "\x00" in value:
+            problems.append(f"{where}.env[{index}].value holds a NUL character (\\x00)")
+    return problems
+
+
+def replica_total(spec: dict[str, Any]) -> int:
+    """The replicas a (shape-checked) CustomJobSpec asks for, all pools together."""
+    total = 0
+    for pool in spec.get("workerPoolSpecs") or []:
+        count = (pool or {}).get("replicaCount") or 0
+        total += count if isinstance(count, int) else 0
+    return total
+
+
+def local_size_problems(spec: dict[str, Any], *, at_once: int = 1) -> list[str]:
+    """Why this machine cannot run the job (`at_once` copies of it at a time); empty when it can."""
+    total = replica_total(spec) * at_once
+    if total <= LOCAL_MAX_REPLICAS:
+        return []
+    what = (
+        f"{total} replicas" if at_once == 1 else f"{at_once} parallel trials of {total // at_once} replicas"
+    )
+    return [
+        f"the job asks for {what}; the emulator runs at most {LOCAL_MAX_REPLICAS} replicas at once on this"
+        " machine (each is a local process)"
+    ]
+
+
+def resource_problems(body: dict[str, Any], what: str) -> list[str]:
+    """A created resource's displayName and labels, by the rules `validate` applies to templates."""
+    problems = []
+    name_problem = display_name_problem(str(body.get("displayName") or ""))
+    if name_problem:
+        problems.append(f"{what}.displayName: {name_problem}")
+    labels = body.get("labels") or {}
+    if isinstance(labels, dict):
+        count = labels_count_problem(len(labels))
+        if count:
+            problems.append(f"{what}.labels: {count}")
+        for key, value in labels.items():
+            for problem in (label_key_problem(str(key)), label_value_problem(str(value))):
+                if problem:
+                    problems.append(f"{what}.labels: {problem}")
     return problems
 
 
@@ -83,6 +162,8 @@ def job_spec_problems(spec: dict[str, Any]) -> list[str]:
     for index, pool in enumerate(pools):
         if pool:
             problems += _pool_problems(index, pool)
+    if not problems:
+        problems += local_size_problems(spec)
     base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
     if base is not None and not _is_gs(base):
         problems.append(f"baseOutputDirectory.outputUriPrefix: {base!r} is not a gs:// URI")

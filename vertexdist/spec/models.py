@@ -38,7 +38,7 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
-from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
+from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE, display_name_problem
 from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
 
@@ -550,10 +550,9 @@ class JobTemplate(_Strict):
     @field_validator("display_name")
     @classmethod
     def _display_name(cls, value: str) -> str:
-        if not value:
-            raise ValueError("display_name must not be empty")
-        if len(value) > 128:
-            raise ValueError(f"display_name is {len(value)} characters long; Vertex allows at most 128")
+        problem = display_name_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

@@ -21,6 +21,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.findings import Finding
 from vertexdist.spec.machine_rules import MachineChoice, check_machine, requested_accelerator
+from vertexdist.spec.names import label_key_problem, label_value_problem, labels_count_problem
 from vertexdist.spec.recovery_rules import fallbacks_are_valid_jobs, strategy_needs_recovery_to_recover
 from vertexdist.spec.tuning_rules import TUNING_RULES
 
@@ -261,25 +262,24 @@ def gcs_uris(t: JobTemplate) -> Iterator[Finding]:
         yield Finding(name, f"{value!r} is not a gs:// URI", hint)
 
 
-_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-
-
 def label_rules(t: JobTemplate) -> Iterator[Finding]:
-    if len(t.labels) > 64:
-        yield Finding("labels", f"{len(t.labels)} labels; GCP allows at most 64", None)
+    too_many = labels_count_problem(len(t.labels))
+    if too_many:
+        yield Finding("labels", too_many, None)
     for key, value in t.labels.items():
-        if not _LABEL_KEY.match(key):
+        key_problem = label_key_problem(key)
+        if key_problem:
             yield Finding(
                 f"labels.{key}",
-                f"label key {key!r} is invalid",
+                key_problem,
                 "keys are 1-63 lowercase letters, digits, _ or -, starting with a letter",
                 on_key=True,
             )
-        if not _LABEL_VALUE.match(value):
+        value_problem = label_value_problem(value)
+        if value_problem:
             yield Finding(
                 f"labels.{key}",
-                f"label value {value!r} is invalid",
+                value_problem,
                 "values are 0-63 lowercase letters, digits, _ or -, e.g. "
                 + repr(re.sub(r"[^a-z0-9_-]", "-", value.lower())[:63]),
             )

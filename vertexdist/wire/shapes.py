@@ -5,7 +5,11 @@ Google's front end parses a body into the API's protos and refuses a value of th
 checks the same types here, for the fields it uses: every later step may then trust them. Fields not
 listed are passed through (Google would refuse unknown names; an SDK newer than this table must still
 work). Proto-JSON rules (https://protobuf.dev/programming-guides/json/): int64 may be a number or a
-decimal string, an enum a name or a number, and `null` is the field's default.
+decimal string, an enum a name or a number, and `null` is the field's default. A number outside its field's
+range (int32 or int64) is refused in the words of Google's front end (`Invalid value at
+'custom_job.job_spec.worker_pool_specs[1].replica_count' (TYPE_INT32), 1000000000000`), the field first as in
+every message here, before anything sizes a job by it; `replicaCount` is held to int32, the limit Vertex
+enforces for it.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from typing import Any
 
 Shape = Any  # a kind name, a {field: Shape} message, a [Shape] list, or a ("map", Shape)
 
-STRING, INT, BOOL, ENUM = "string", "integer", "boolean", "enum"
+STRING, INT, INT32, NUMBER, BOOL, ENUM = "string", "integer", "int32", "number", "boolean", "enum"
 _DECIMAL = re.compile(r"^-?[0-9]{1,19}$")
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+_RANGES = {INT: (-INT64_MAX - 1, INT64_MAX, "TYPE_INT64"), INT32: (-INT32_MAX - 1, INT32_MAX, "TYPE_INT32")}
 
 _ENV_VAR = {"name": STRING, "value": STRING}
 _CONTAINER_SPEC = {"imageUri": STRING, "command": [STRING], "args": [STRING], "env": [_ENV_VAR]}
@@ -28,9 +35,9 @@ _PYTHON_PACKAGE_SPEC = {
     "env": [_ENV_VAR],
 }
 _WORKER_POOL_SPEC = {
-    "machineSpec": {"machineType": STRING, "acceleratorType": ENUM, "acceleratorCount": INT},
-    "replicaCount": INT,
-    "diskSpec": {"bootDiskType": STRING, "bootDiskSizeGb": INT},
+    "machineSpec": {"machineType": STRING, "acceleratorType": ENUM, "acceleratorCount": INT32},
+    "replicaCount": INT32,
+    "diskSpec": {"bootDiskType": STRING, "bootDiskSizeGb": INT32},
     "containerSpec": _CONTAINER_SPEC,
     "pythonPackageSpec": _PYTHON_PACKAGE_SPEC,
 }
@@ -60,21 +67,86 @@ TRAINING_PIPELINE: Shape = {
     "trainingTaskDefinition": STRING,
     "trainingTaskInputs": {},
 }
+# A HyperparameterTuningJob (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec), checked
+# once camel-cased; its trialJobSpec is a CustomJobSpec, checked as one. A parameter's conditional children
+# are parameters again, so the shape refers to itself.
+_PARAMETER: dict[str, Shape] = {
+    "parameterId": STRING,
+    "doubleValueSpec": {"minValue": NUMBER, "maxValue": NUMBER, "defaultValue": NUMBER},
+    "integerValueSpec": {"minValue": INT, "maxValue": INT, "defaultValue": INT},
+    "categoricalValueSpec": {"values": [STRING], "defaultValue": STRING},
+    "discreteValueSpec": {"values": [NUMBER], "defaultValue": NUMBER},
+    "scaleType": ENUM,
+}
+_PARAMETER["conditionalParameterSpecs"] = [
+    {
+        "parentDiscreteValues": {"values": [NUMBER]},
+        "parentIntValues": {"values": [INT]},
+        "parentCategoricalValues": {"values": [STRING]},
+        "parameterSpec": _PARAMETER,
+    }
+]
+_STOPPING = {"useElapsedDuration": BOOL}
+STUDY_SPEC: Shape = {
+    "metrics": [{"metricId": STRING, "goal": ENUM}],
+    "parameters": [_PARAMETER],
+    "algorithm": ENUM,
+    "measurementSelectionType": ENUM,
+    "observationNoise": ENUM,
+    "medianAutomatedStoppingSpec": _STOPPING,
+    "decayCurveStoppingSpec": _STOPPING,
+    "convexAutomatedStoppingSpec": {},
+}
+TUNING_JOB: Shape = {
+    "displayName": STRING,
+    "labels": _LABELS,
+    "studySpec": STUDY_SPEC,
+    "maxTrialCount": INT32,
+    "parallelTrialCount": INT32,
+    "maxFailedTrialCount": INT32,
+    "trialJobSpec": {},
+}
 
 
-def _kind_problem(kind: str, value: Any) -> str | None:
+def _integer(value: Any) -> int | None:
+    """The integer a proto-JSON integer field holds (a number or a decimal string), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return int(value) if isinstance(value, str) and _DECIMAL.match(value) else None
+
+
+def _kind_problem(kind: str, value: Any, path: str) -> str | None:
     if kind == STRING:
-        return None if isinstance(value, str) else "a string"
+        return None if isinstance(value, str) else f"{path}: expected a string, got {_shown(value)}"
     if kind == BOOL:
-        return None if isinstance(value, bool) else "true or false"
-    if kind == INT:
-        if isinstance(value, bool):
-            return "an integer"
-        if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return None if isinstance(value, bool) else f"{path}: expected true or false, got {_shown(value)}"
+    if kind in _RANGES:
+        number = _integer(value)
+        if number is None:
+            return f"{path}: expected an integer, got {_shown(value)}"
+        low, high, proto_type = _RANGES[kind]
+        if not low <= number <= high:
+            return f"{path}: Invalid value ({proto_type}), {_shown(value)}: out of range, at most {high}"
+        return None
+    if kind == NUMBER:  # a double: a number, or a string of one ("NaN", "1e-3")
+        if isinstance(value, int | float) and not isinstance(value, bool):
             return None
-        return None if isinstance(value, str) and _DECIMAL.match(value) else "an integer"
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                pass
+            else:
+                return None
+        return f"{path}: expected a number, got {_shown(value)}"
     if kind == ENUM:
-        return None if isinstance(value, str | int) and not isinstance(value, bool) else "an enum name"
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return None
+        return f"{path}: expected an enum name, got {_shown(value)}"
     raise AssertionError(f"unknown kind {kind}")
 
 
@@ -115,7 +187,7 @@ def problems(value: Any, shape: Shape, where: str = "") -> list[str]:
                 continue
             stack.extend((v, expected[1], _join(path, k)) for k, v in item.items())
         else:
-            wanted = _kind_problem(expected, item)
-            if wanted is not None:
-                found.append(f"{path}: expected {wanted}, got {_shown(item)}")
+            wrong = _kind_problem(expected, item, path)
+            if wrong is not None:
+                found.append(wrong)
     return sorted(found)

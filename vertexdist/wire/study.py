@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from vertexdist.wire import shapes
 from vertexdist.wire.enums import (
     GOAL_TYPES,
     JOB_STATES,
@@ -162,6 +163,9 @@ def _parameter(raw: Any, where: str) -> Parameter:
 def normalize_tuning_job(body: Mapping[str, Any]) -> dict[str, Any]:
     """The body in one form: camelCase keys, numbers for int fields, enum names, a normalized trialJobSpec."""
     out: dict[str, Any] = _camel_tree(dict(body))
+    wrong = shapes.problems(out, shapes.TUNING_JOB)
+    if wrong:  # before any step trusts a type: a studySpec of the wrong types is a 400, not a TypeError
+        raise TuningSpecError("; ".join(wrong[:5]))
     for key in ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount"):
         if key in out:
             out[key] = _as_int(out[key], key)

@@ -7,9 +7,11 @@ folder an earlier `local-run` left (its `summary.json`). A tuning template's req
 `LocalTuningRequest`, run (and described, listed, cancelled, read) by `backends.local.tuning`: its trials
 are local jobs of their own. Each run folder keeps `job.json` (the CustomJobSpec), `plan.json`,
 `summary.json`, `logs/` and the replicas' working folders, all for the user only (files 0600, folders
-0700). `job.json` and `plan.json` mask secret-looking env values as every printout does: nothing reads the
-real values back from them (a run is started from its template, and resuming one needs only its output
-folder), so the real values live only in the replicas' environments.
+0700). `job.json` and `plan.json` mask secret-looking env values as every printout does. The values
+themselves are kept in `secrets.json` (0600, only when the job has any), for one use: masking them in the
+log text `logs` returns and the error `describe` shows, as local-run masks them live. That file says no more
+than the replicas' own logs beside it may (whatever a replica prints of its secret lands there in clear), and
+the folder is the user's alone (docs/commands/local-run.md, "Secrets in the run folder").
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from vertexdist.backends.base import (
     NO_OPTIONS,
     TERMINAL_STATES,
+    JobList,
     JobResult,
     JobStatus,
     LogQuery,
@@ -31,7 +34,7 @@ from vertexdist.backends.base import (
     SubmitOptions,
     TuningStatus,
 )
-from vertexdist.backends.local.logs import LocalLogs
+from vertexdist.backends.local.logs import LocalLogs, keep_secrets, kept_secrets, masked
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_request
 from vertexdist.backends.local.resume import local_path
 from vertexdist.backends.local.run_folders import file_stamp, read_run_json, run_folders
@@ -41,7 +44,7 @@ from vertexdist.local.events import EVENTS, RecordedEvent, read_events
 from vertexdist.local.request import LocalRequest
 from vertexdist.local.runner import LocalJob, Spawner
 from vertexdist.private_files import make_private_dir, write_private_json
-from vertexdist.render import mask_secrets, secret_values
+from vertexdist.render import mask_secrets, mask_text, secret_values
 from vertexdist.spec.models import JobTemplate
 from vertexdist.wire.timestamps import format_ns
 
@@ -206,6 +209,7 @@ class LocalBackend:
 
         run_dir = make_private_dir(request.run_dir)
         write_private_json(run_dir / "job.json", mask_secrets(dict(request.job.raw)))
+        keep_secrets(run_dir, secret_values(dict(request.job.raw)))
         write_private_json(run_dir / "plan.json", request.to_dict())
         write_private_json(
             run_dir / RUN,
@@ -249,10 +253,12 @@ class LocalBackend:
         return found[1]
 
     def secret_values(self, name: str) -> tuple[str, ...]:
-        """The secret env values of a job started here, so views can mask them in log lines."""
+        """The secret env values of a job started here or of a run folder, so views can mask them in text."""
         with self._lock:
             found = self._jobs.get(name)
-        return secret_values(dict(found[0].job.raw)) if found is not None else ()
+        if found is not None:
+            return secret_values(dict(found[0].job.raw))
+        return kept_secrets(self.run_dir(name))
 
     def summary(self, name: str) -> dict[str, Any]:
         """The finished job's summary (what its run folder's summary.json holds)."""
@@ -283,6 +289,7 @@ class LocalBackend:
             error = job.error
             state = _short(job.state.value)
             created, started, ended = _times(name, read_events(request.run_dir), {})
+            secrets = secret_values(dict(request.job.raw))
             return JobStatus(
                 name=name,
                 display_name=request.display_name,
@@ -290,9 +297,10 @@ class LocalBackend:
                 create_time=_rfc3339(created),
                 start_time=_rfc3339(started),
                 end_time=_rfc3339(ended) if state in TERMINAL_STATES else None,
-                error=error.message if error else None,
+                error=mask_text(error.message, secrets) if error else None,
                 spec=mask_secrets(dict(request.job.raw)),
                 location=request.ctx.region,
+                secret_values=secrets,
             )
         run_dir = self.run_dir(name)
         spec = mask_secrets(read_run_json(run_dir / "job.json"))
@@ -311,6 +319,7 @@ class LocalBackend:
             message = next((e.message for e in reversed(events) if e.replica is None and e.message), None)
         else:
             state, message = "RUNNING", None  # a run from before events were kept, not finished yet
+        secrets = self.secret_values(name)
         return JobStatus(
             name=name,
             display_name=str(summary.get("display_name") or about.get("display_name") or ""),
@@ -318,9 +327,10 @@ class LocalBackend:
             create_time=_rfc3339(created),
             start_time=_rfc3339(started),
             end_time=_rfc3339(ended) if state in TERMINAL_STATES else None,
-            error=message,
+            error=mask_text(str(message), secrets) if message else None,
             spec=spec,
             location=str(about["location"]) if about.get("location") else None,
+            secret_values=secrets,
         )
 
     def version(self, name: str) -> tuple[int, ...] | None:
@@ -404,7 +414,17 @@ class LocalBackend:
         folders = sorted(
             [*run_folders(self.options.runs_dir, "job.json"), *self.tuning.names()], reverse=True
         )
-        return [self.describe(name) for name in list(dict.fromkeys([*started, *folders]))[:limit]]
+        found = JobList()
+        for name in list(dict.fromkeys([*started, *folders]))[:limit]:
+            try:
+                found.append(self.describe(name))
+            except VertexdistError as exc:  # one run folder that cannot be read must not hide the others
+                found.problems.append(f"{name}: {exc.message}")
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:  # its files hold the wrong types
+                found.problems.append(
+                    f"{name}: its run folder could not be read: {type(exc).__name__}: {exc}"
+                )
+        return found
 
     def cancel(self, name: str) -> None:
         if self._is_tuning(name):
@@ -445,4 +465,4 @@ class LocalBackend:
             final = (run_dir / SUMMARY).is_file() or bool(
                 events and _short(events[-1].job_state) in TERMINAL_STATES
             )
-        return self._logs.page(files, cursor, query, final=final)
+        return masked(self._logs.page(files, cursor, query, final=final), self.secret_values(name))

@@ -1,21 +1,49 @@
 """`logs` of the local backend: a job's replica log files as pages of lines in time order, as Cloud Logging
 would give them (stdout INFO, stderr ERROR: `local.log_capture`). The cursor is each replica's byte offset
-of its next line, so a follower gets every line once, however the pages fall."""
+of its next line, so a follower gets every line once, however the pages fall.
+
+A job's secret env values are masked in every page (`masked`), as local-run masks its live view: the run
+folder keeps them in `secrets.json` (0600, in the user's 0700 folder) for that, since `job.json` holds them
+masked (docs/commands/local-run.md, "Secrets in the run folder")."""
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import itertools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from vertexdist.backends.base import LogChunk, LogQuery, LogsPage, severity_rank
+from vertexdist.backends.local.run_folders import read_run_json
 from vertexdist.errors import UsageError
 from vertexdist.local.log_records import LogLine, LogReader
+from vertexdist.private_files import write_private_json
+from vertexdist.render import mask_text
 from vertexdist.wire.timestamps import format_ns
 
 PAGE_LINES = 5000
+SECRETS = "secrets.json"
+
+
+def keep_secrets(run_dir: Path, secrets: tuple[str, ...]) -> None:
+    """Keep a job's secret values in its run folder (0600), only to mask them in its logs later."""
+    if secrets:
+        write_private_json(run_dir / SECRETS, {"values": list(secrets)})
+
+
+def kept_secrets(run_dir: Path) -> tuple[str, ...]:
+    values = read_run_json(run_dir / SECRETS).get("values")
+    return tuple(str(v) for v in values if v) if isinstance(values, list) else ()
+
+
+def masked(page: LogsPage, secrets: tuple[str, ...]) -> LogsPage:
+    """The page with every secret value masked in its text."""
+    if not secrets:
+        return page
+    chunks = [dataclasses.replace(c, text=mask_text(c.text, secrets)) for c in page.chunks]
+    return dataclasses.replace(page, chunks=chunks)
 
 
 def _keyed(replica: str, lines: list[LogLine], first: int) -> Iterator[tuple[int, str, LogLine]]:

@@ -14,12 +14,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vertexdist.backends.local.logs import keep_secrets
 from vertexdist.local.environment import JobContext, hp_metric_file
 from vertexdist.local.gpus import host_gpus
 from vertexdist.local.launch import schedule
 from vertexdist.local.request import build_request
 from vertexdist.local.runner import JobState, LocalJob
 from vertexdist.log_files import replica_tail
+from vertexdist.private_files import make_private_dir
+from vertexdist.render import secret_values
 from vertexdist.tuning.driver import TrialEnd, metric_file_text
 from vertexdist.tuning.study import TrialRecord
 from vertexdist.tuning.trials import trial_job_spec
@@ -141,6 +144,8 @@ class LocalTrialLauncher:
                 gpus=share,
                 display_name=f"trial {trial.id}",
             )
+            make_private_dir(folder)
+            keep_secrets(folder, secret_values(dict(job.raw)))  # so a trial's own logs are masked too
             local = schedule(request, grace_s=self._grace_s, timeout_s=self._timeout_s)
         except BaseException:
             self._gpus.give_back(share)

@@ -32,7 +32,7 @@ from vertexdist.backends.base import (
     TuningStatus,
     with_project,
 )
-from vertexdist.backends.local.logs import LocalLogs
+from vertexdist.backends.local.logs import LocalLogs, keep_secrets, kept_secrets, masked
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_run
 from vertexdist.backends.local.resume import local_path
 from vertexdist.backends.local.run_folders import file_stamp, read_run_json, run_folders
@@ -42,7 +42,7 @@ from vertexdist.errors import UsageError
 from vertexdist.local import gcs_mount
 from vertexdist.local.environment import JobContext
 from vertexdist.private_files import write_private_json
-from vertexdist.render import mask_secrets, with_job_folder
+from vertexdist.render import mask_secrets, secret_values, with_job_folder
 from vertexdist.spec.models import JobTemplate
 from vertexdist.tuning.driver import TuningRun
 from vertexdist.tuning.study import Study
@@ -208,6 +208,7 @@ class LocalTuningBackend:
     def schedule(self, request: LocalTuningRequest, options: SubmitOptions = NO_OPTIONS) -> str:
         """Start the study in a thread and return the job id; the thread writes `summary.json` at its end."""
         write_private_json(request.run_dir / "request.json", mask_secrets(request.request))
+        keep_secrets(request.run_dir, secret_values(dict(request.job.trial_job_spec)))
         launcher = LocalTrialLauncher(
             request.job.trial_job_spec,
             request.ctx,
@@ -386,7 +387,8 @@ class LocalTuningBackend:
                         files[f"{folder.name}/{path.stem}"] = path
         final = not found.thread.is_alive() if found is not None else (self.run_dir(name) / SUMMARY).is_file()
         kept = LogQuery(severity=query.severity, since=query.since)
-        return self._logs.page(files, cursor, kept, final=final)
+        page = self._logs.page(files, cursor, kept, final=final)
+        return masked(page, kept_secrets(self.run_dir(name)))
 
     def outputs(self, name: str) -> FolderOutputs:
         """The job's output folder (each trial's under it) in its run folder's gs:// namespace."""

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableSequence, Sequence
 from pathlib import Path
 from typing import Any
 
 from vertexdist.backends.base import (
     NO_OPTIONS,
+    JobList,
     JobStatus,
     LogQuery,
     LogsPage,
@@ -38,6 +39,11 @@ from vertexdist.spec.models import JobTemplate
 
 DEFAULT_PACKAGE_DIR = Path(".vertexdist/cache/sdist")
 CALL_TIMEOUT_S = 60.0
+_MESSAGES = {  # a collection's resource type in google.cloud.aiplatform_v1.types
+    "trainingPipelines": "TrainingPipeline",
+    "hyperparameterTuningJobs": "HyperparameterTuningJob",
+    "customJobs": "CustomJob",
+}
 
 
 class VertexBackend:
@@ -180,36 +186,75 @@ class VertexBackend:
 
     def list(self, limit: int = 50) -> list[JobStatus]:
         """TrainingPipelines, HyperparameterTuningJobs, then CustomJobs that neither owns (e.g. made with
-        CustomJob.run)."""
+        CustomJob.run), as a `JobList`: a job the SDK cannot read (a field out of its proto's range) is one
+        problem line, and the others still list."""
         parent = self.target.parent
-        pipelines = self._call(
-            "listing training pipelines",
-            lambda: self.clients.pipelines.list_training_pipelines(
-                request={"parent": parent, "page_size": limit}, timeout=CALL_TIMEOUT_S
-            ),
+        found = JobList()
+        request = {"parent": parent, "page_size": limit}
+        pipelines = self._listed(
+            "trainingPipelines",
+            lambda: self.clients.pipelines.list_training_pipelines(request=request, timeout=CALL_TIMEOUT_S),
+            limit,
+            found.problems,
         )
-        found = [status_of(p, self.target) for _, p in zip(range(limit), pipelines, strict=False)]
+        found += [status_of(p, self.target) for p in pipelines]
         owned = {s.backing_job for s in found if s.backing_job}
-        tuning_jobs = self._call(
-            "listing hyperparameter tuning jobs",
+        tuning_jobs = self._listed(
+            "hyperparameterTuningJobs",
             lambda: self.clients.jobs.list_hyperparameter_tuning_jobs(
-                request={"parent": parent, "page_size": limit}, timeout=CALL_TIMEOUT_S
+                request=request, timeout=CALL_TIMEOUT_S
             ),
+            limit,
+            found.problems,
         )
-        for _, job in zip(range(limit), tuning_jobs, strict=False):
+        for job in tuning_jobs:
             found.append(status_of(job, self.target))
             owned |= {trial.custom_job for trial in job.trials if trial.custom_job}
-        jobs = self._call(
-            "listing custom jobs",
-            lambda: self.clients.jobs.list_custom_jobs(
-                request={"parent": parent, "page_size": limit}, timeout=CALL_TIMEOUT_S
-            ),
+        jobs = self._listed(
+            "customJobs",
+            lambda: self.clients.jobs.list_custom_jobs(request=request, timeout=CALL_TIMEOUT_S),
+            limit,
+            found.problems,
         )
-        found += [
-            status_of(j, self.target) for _, j in zip(range(limit), jobs, strict=False) if j.name not in owned
-        ]
+        found += [status_of(j, self.target) for j in jobs if j.name not in owned]
         found.sort(key=lambda s: s.create_time or "", reverse=True)
-        return found[:limit]
+        del found[limit:]
+        return found
+
+    def _listed(
+        self, collection: str, call: Callable[[], Any], limit: int, problems: MutableSequence[str]
+    ) -> Sequence[Any]:
+        """Up to `limit` resources of one collection. A page the SDK cannot parse (later pages are fetched
+        while iterating, so at any point) is read again one resource at a time over REST (`listing`);
+        where that is not possible, it is one problem line for the collection."""
+        from google.protobuf.json_format import ParseError
+
+        items: list[Any] = []
+        try:
+            pager = self._call(f"listing {collection}", call)
+            for _, item in zip(range(limit), pager, strict=False):
+                items.append(item)
+        except ParseError as exc:
+            if self.target.api_transport == "rest":
+                from google.cloud.aiplatform_v1 import types
+
+                from vertexdist.backends.vertex.listing import read_one_by_one
+
+                message = getattr(types, _MESSAGES[collection])
+                try:
+                    found, unreadable = read_one_by_one(
+                        self.target, collection, message, limit, CALL_TIMEOUT_S
+                    )
+                except Exception as again:  # the raw read failed too: say so for the whole collection
+                    problems.append(f"listing {collection}: an answer could not be read ({exc}; {again})")
+                else:
+                    problems.extend(unreadable)
+                    return found
+            else:
+                problems.append(
+                    f"listing {collection}: an answer could not be read, so some are not shown: {exc}"
+                )
+        return items
 
     def cancel(self, name: str) -> None:
         if "/hyperparameterTuningJobs/" in name:

@@ -79,9 +79,14 @@ def status_of(resource: Any, target: Target) -> JobStatus:
     )
 
 
+# Replicas listed per pool at most: a job that asks for millions (Vertex refuses it, an old emulator
+# folder may hold one) must not hang the console's job page building their rows.
+MAX_LISTED_REPLICAS = 1000
+
+
 def replicas_of(status: JobStatus) -> list[ReplicaInfo]:
-    """The job's replicas from its spec: Vertex reports no state or exit code per replica, so each shows the
-    job's state and no exit code."""
+    """The job's replicas from its spec (the first MAX_LISTED_REPLICAS of each pool): Vertex reports no state
+    or exit code per replica, so each shows the job's state and no exit code."""
     pools = status.spec.get("workerPoolSpecs")
     found: list[ReplicaInfo] = []
     for index, pool in enumerate(pools if isinstance(pools, list) else []):
@@ -89,7 +94,7 @@ def replicas_of(status: JobStatus) -> list[ReplicaInfo]:
             continue
         machine = str((pool.get("machineSpec") or {}).get("machineType") or "")
         try:
-            count = int(pool.get("replicaCount") or 0)
+            count = min(int(pool.get("replicaCount") or 0), MAX_LISTED_REPLICAS)
         except (TypeError, ValueError):
             count = 0
         found += [ReplicaInfo(f"workerpool{index}-{n}", index, machine, status.state) for n in range(count)]

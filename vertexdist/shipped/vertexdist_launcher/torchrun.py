@@ -20,6 +20,7 @@ from .cluster import LOOPBACK, Placement
 from .failures import WorkerFailure, failure_lines
 from .gpus import count_gpus
 from .options import LaunchOptions
+from .rendezvous_store import hold_loopback_store
 from .torchrun_args import nproc_per_node, torchrun_args
 from .worker import PARENT_VARIABLE
 from .worker_fork import ARRIVED_WARM, ForkServer, install
@@ -60,6 +61,9 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
     os.environ[PARENT_VARIABLE] = str(os.getpid())
     if ARRIVED_WARM:  # a warm pool's fork: its workers are forked too, before torchrun starts a thread
         install(ForkServer())
+    problem = hold_loopback_store(place.master_addr, port, place.node_rank or 0)  # starts the store's thread
+    if problem:
+        say(problem, error=True)
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun_main

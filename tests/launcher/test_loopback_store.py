@@ -1,0 +1,94 @@
+"""A local torchrun job listens on loopback only: its rendezvous store (torch's TCPStore, which on its own
+listens on every interface), read from /proc/net/tcp{,6} while the job runs. The workers need no torch here:
+the store is the agent's, and they find it up when they start (gloo's own sockets bind the address the host
+name resolves to: docs/commands/local-run.md, "What a local job listens on")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vertexdist.shipped import LAUNCHER_DIR
+
+pytestmark = pytest.mark.integration
+
+# Local rank 0 lists the LISTEN sockets of the launcher's whole process tree.
+SCRIPT = """\
+import json, os, sys
+
+def tree(root):
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                todo += [int(c) for c in open(f"/proc/{pid}/task/{task}/children").read().split()]
+            except OSError:
+                pass
+    return found
+
+def listeners(pids):
+    inodes = set()
+    for pid in pids:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in open(f"/proc/net/{table}").read().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                found.append([table, fields[1]])
+    return found
+
+if os.environ["LOCAL_RANK"] == "0":
+    launcher = int(os.environ["VERTEXDIST_LAUNCHER_PID"])
+    with open(sys.argv[1], "w") as out:
+        json.dump(listeners(tree(launcher)), out)
+"""
+
+ALL_INTERFACES = {"00000000", "00000000000000000000000000000000"}
+
+
+def test_a_local_torchrun_job_listens_on_loopback_only(tmp_path: Path) -> None:
+    script = tmp_path / "listeners.py"
+    script.write_text(SCRIPT)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "CLUSTER_SPEC")
+        and not k.startswith(("TORCHELASTIC_", "VERTEXDIST_"))
+    }
+    env["PYTHONPATH"] = str(LAUNCHER_DIR.parent)
+    out = tmp_path / "listeners.json"
+    launcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import os, runpy, sys; os.environ['VERTEXDIST_LAUNCHER_PID'] = str(os.getpid());"
+            f" sys.argv = ['vertexdist_launcher', 'torchrun', '--nproc-per-node', '2', '--', {str(script)!r},"
+            f" {str(out)!r}]; runpy.run_module('vertexdist_launcher', run_name='__main__')",
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output, _ = launcher.communicate(timeout=120)
+    assert launcher.returncode == 0, output
+    found = json.loads(out.read_text())
+    store = [(table, address) for table, address in found if address.startswith("0100007F:")]
+    assert store, f"no loopback listener found at all: {found}"  # the rendezvous store is there
+    wide = [(table, address) for table, address in found if address.split(":")[0] in ALL_INTERFACES]
+    assert wide == [], f"listening on all interfaces: {wide}\n{output}"
