@@ -155,3 +155,13 @@ def test_a_cancel_of_an_attempt_without_a_job_leaves_nothing_pending(here: Path)
     done = cancel(store, managed_id, Attempts("RUNNING"), template)
     assert done.managed.state == st.CANCELLED
     assert [(a.state, a.reason) for a in store.attempts(managed_id)] == [("CANCELLED", "CANCELLED")]
+
+
+def test_a_cancel_after_the_managed_job_ended_says_so_and_exits_0(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, managed_id, _ = _with_attempt(here, created=True)
+    store.finish(managed_id, st.SUCCEEDED, "an attempt succeeded")
+    code, out, err = run(capsys, "managed", "cancel", managed_id)
+    assert code == 0, err
+    assert out.strip() == f"managed {managed_id} had already ended SUCCEEDED; nothing to cancel"

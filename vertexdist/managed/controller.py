@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from vertexdist.backends.base import JobStatus
 from vertexdist.backends.errors import message_of
-from vertexdist.errors import VertexdistError
 from vertexdist.managed import store as st
 from vertexdist.managed.attempts import AttemptBackend, CreatedJob
 from vertexdist.managed.policy import Decision, decide
@@ -230,7 +229,9 @@ def cancel(store: st.Store, managed_id: str, backend: AttemptBackend, template: 
     whose job was never created is recorded cancelled."""
     managed = store.get(managed_id)
     if managed.done:
-        raise VertexdistError(f"managed job {managed_id} has already ended ({managed.state})")
+        return Cancelled(
+            managed, f"managed {managed_id} had already ended {managed.state}; nothing to cancel"
+        )
     attempts = store.attempts(managed_id)
     last = attempts[-1] if attempts else None
     done = Cancelled(managed, f"managed {managed_id} CANCELLED")
