@@ -8,7 +8,6 @@ connection) is read again with backoff: an attempt ends only when the backend sa
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -234,7 +233,6 @@ def cancel(store: st.Store, managed_id: str, backend: AttemptBackend, template: 
         )
     attempts = store.attempts(managed_id)
     last = attempts[-1] if attempts else None
-    done = Cancelled(managed, f"managed {managed_id} CANCELLED")
     if last is not None and last.phase == st.CREATED and last.job:
         place, job = places(template)[last.place], last.job
         status = backend.describe(place, job)
@@ -249,8 +247,8 @@ def cancel(store: st.Store, managed_id: str, backend: AttemptBackend, template: 
                 raise
             return _ended_already(store, last, status)
         store.ended(last, "CANCELLED", Reason.CANCELLED.value, None)
-        return dataclasses.replace(done, managed=store.get(managed_id))
+        return Cancelled(store.get(managed_id), f"managed {managed_id} CANCELLED")
     store.finish(managed_id, st.CANCELLED, "cancelled by `vertexdist managed cancel`")
     if last is not None and last.phase == st.CREATING:
         store.ended(last, "CANCELLED", Reason.CANCELLED.value, "cancelled before its job was created")
-    return dataclasses.replace(done, managed=store.get(managed_id))
+    return Cancelled(store.get(managed_id), f"managed {managed_id} CANCELLED")
