@@ -10,7 +10,9 @@ page's order, in one working folder per page that holds a copy of the repository
   line matches any text, runs of spaces match any run of spaces;
 - `bash`: the block runs as a script (it sets up files for the blocks after it);
 - `python`, marked `emulator`: the block runs twice against one `vertexdist emulator start`, with its two
-  variables exported as the page says, so a snippet must also work on a second run.
+  variables exported as the page says, so a snippet must also work on a second run;
+- `console`, marked `emulator`: as a `console` block, with those two variables exported (run by the page's own
+  test, tests/test_walkthroughs_managed.py).
 
 Every other `vertexdist ...` line of a `bash` or `console` block in the docs is parsed by the real CLI with
 `--help` appended, so a renamed command or flag fails here too.
@@ -233,9 +235,9 @@ def _emulator(emulators: dict[str, Emulator], data: Path) -> Emulator:
 # ---- running the blocks ----
 
 
-def _run_console(block: Block, cwd: Path) -> None:
-    """Every command in one bash session; each must exit 0, unless the next one is `echo $?`, which shows the
-    exit code the docs expect (and is checked as the output it shows)."""
+def _run_console(block: Block, cwd: Path, env: dict[str, str] | None = None) -> None:
+    """Every command in one bash session (`env` added to its environment); each must exit 0, unless the next
+    one is `echo $?`, which shows the exit code the docs expect (and is checked as the output it shows)."""
     plan = steps(block)
     script = ["exec 2>&1", "set -o pipefail", "__walkthrough_rc=0"]
     for index, step in enumerate(plan):
@@ -247,7 +249,7 @@ def _run_console(block: Block, cwd: Path) -> None:
             'echo "@@walkthrough-rc $__walkthrough_rc@@"',
         ]
     result = subprocess.run(
-        ["bash", "-c", "\n".join(script)], cwd=cwd, capture_output=True, text=True, env=_env(), timeout=280
+        ["bash", "-c", "\n".join(script)], cwd=cwd, capture_output=True, text=True, env=_env(env), timeout=280
     )
     chunks = re.split(r"^@@walkthrough-command \d+@@$\n?", result.stdout, flags=re.M)[1:]
     assert len(chunks) == len(plan), f"{block.where}: not every command ran\n{result.stdout[-3000:]}"
@@ -293,8 +295,14 @@ def test_a_console_block_fails_on_a_failed_command_or_a_changed_output(tmp_path:
         _run_console(block("$ echo hi", "bye"), tmp_path)
 
 
+def runs_elsewhere(block: Block) -> bool:
+    """A `console` block marked `emulator` runs with a started emulator's two variables exported, in its
+    pages' own test (tests/test_walkthroughs_managed.py), which shares one emulator among them."""
+    return block.lang == "console" and "emulator" in block.options
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize("block", [_param(b) for b in walkthroughs()])
+@pytest.mark.parametrize("block", [_param(b) for b in walkthroughs() if not runs_elsewhere(b)])
 def test_the_walkthrough_runs_as_written(
     block: Block,
     folders: dict[Path, Path],

@@ -292,6 +292,39 @@ def test_submit_emulator_runs_in_process_without_any_setup(
     assert code == 2 and "--emulator" in err
 
 
+def test_ctrl_c_while_following_an_in_process_emulator_job_cancels_it(
+    cli: Any, write_template: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    for var in ("VERTEX_API_ENDPOINT", "STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT"):
+        monkeypatch.delenv(var, raising=False)
+    path = write_template("import time\nprint('started', flush=True)\ntime.sleep(60)\n", name="ctrl-c")
+    data = tmp_path / "emulator-data"
+    submit = [sys.executable, "-m", "vertexdist", "submit", str(path), "--emulator", "--follow"]
+    follower = subprocess.Popen(
+        [*submit, "--emulator-data-dir", str(data)],
+        env={**os.environ, "NO_GCE_CHECK": "true"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert follower.stdout is not None
+        name = follower.stdout.readline().strip()
+        while "started" not in follower.stdout.readline():
+            pass
+        follower.send_signal(signal.SIGINT)
+        _, err = follower.communicate(timeout=60)
+    finally:
+        follower.kill()
+    assert follower.returncode == 130, err
+    assert "Ctrl-C: job cancelled (CANCELLED)" in err and "Traceback" not in err
+    code, out, err = cli("status", name, "--emulator", "--emulator-data-dir", str(data), "--json")
+    assert json.loads(out)["state"] == "CANCELLED", (code, out, err)
+
+
 def test_build_templates_dry_run_their_image_and_run_as_a_package_on_the_emulator(
     cli: Any, write_template: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,6 +81,10 @@ def _preempted_once(tmp: Path) -> str:
     plan.write_text(PREEMPT_ONCE)
     done = _cli(tmp, "local-run", str(_template(tmp)), "--fault-plan", str(plan))
     assert done.returncode == 0, done.stderr[-3000:]
+    # Each attempt's replicas are shown live, as a plain local-run shows them (here prefixed lines).
+    started = re.findall(r"^vertexdist +\| workerpool0-0 started, pid \d+$", done.stdout, re.M)
+    assert len(started) == 2, done.stdout[-3000:]
+    assert re.search(r"^workerpool0-0 +\| ", done.stdout, re.M), done.stdout[-3000:]
     return done.stdout.split()[1]
 
 

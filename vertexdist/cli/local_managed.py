@@ -6,7 +6,10 @@ Ctrl-C (or SIGTERM) cancels the running attempt; once its processes have stopped
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import signal
+import threading
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -16,29 +19,57 @@ import typer
 from vertexdist.errors import JobFailedError
 
 if TYPE_CHECKING:
+    from vertexdist.backends.base import JobEvent
     from vertexdist.jobs.local_attempts import LocalAttempts
     from vertexdist.jobs.local_faults import LocalFaults
+    from vertexdist.jobs.local_run import LocalRun
     from vertexdist.managed.store import Store
 
 POLL_S = 0.25
+VIEW_JOIN_S = 5.0  # an attempt's view prints its last lines after its job has ended
 
 
 def _notice(line: str) -> None:
     typer.echo(line, err=True)
 
 
+def _show(run: LocalRun, events: queue.Queue[JobEvent]) -> threading.Thread:
+    """The attempt's live view, as a plain `local-run` shows it (a table on a terminal, prefixed lines
+    otherwise), fed from a thread of its own while the controller watches the attempt."""
+    from vertexdist.cli.local_view import choose_view
+    from vertexdist.jobs.local_run import follow_local
+    from vertexdist.render import mask_text
+
+    secrets = run.secret_values
+    view = choose_view(run.name, run.run_dir, json_events=False)
+
+    def follow() -> None:
+        with contextlib.suppress(Exception):  # a view that fails (stdout closed) cancels its job
+            follow_local(run.job, view, events, mask=lambda text: mask_text(text, secrets))
+
+    thread = threading.Thread(target=follow, name=f"view-{run.name}", daemon=True)
+    thread.start()
+    return thread
+
+
 def drive_local(store: Store, managed_id: str, attempts: LocalAttempts) -> None:
-    """Drive the managed job here until it ends; exit 0 when an attempt succeeded, 130 when interrupted."""
+    """Drive the managed job here until it ends, each attempt's replicas shown live; exit 0 when an attempt
+    succeeded, 130 when interrupted."""
     from vertexdist.managed import store as st
     from vertexdist.managed.service import drive
+
+    views: list[threading.Thread] = []
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         attempts.interrupt()
 
+    attempts.on_run = lambda run, events: views.append(_show(run, events))
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         managed = drive(store, managed_id, _notice, poll_s=POLL_S, backend=attempts)
         attempts.wait()
+        for view in views:
+            view.join(timeout=VIEW_JOIN_S)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -48,8 +48,13 @@ def _drive(store: Store, managed_id: str, *, detach: bool) -> None:
         drive_local(store, managed_id, attempts)
         return
     if detach:
-        log = drive_in_background(store, managed_id)
-        typer.echo(f"controller running in the background; its log: {log}", err=True)
+        started = drive_in_background(store, managed_id)
+        if not started.started:
+            raise JobFailedError(
+                f"managed {managed_id}: the controller could not start the attempt: {started.why}",
+                hint=f"its log: {started.log}; see it: vertexdist managed status {managed_id}",
+            )
+        typer.echo(f"controller running in the background; its log: {started.log}", err=True)
         typer.echo(f"see it: vertexdist managed status {managed_id}", err=True)
         return
     try:
@@ -76,15 +81,14 @@ def submit_managed(template: Path, where: Where, *, detach: bool) -> None:
 @app.command("list")
 def list_managed() -> None:
     """Every managed job of this folder, newest first."""
-    from vertexdist.managed.service import open_store
+    from vertexdist.managed.service import open_store, shown_state
 
     store = open_store()
     for managed in store.all():
         attempts = store.attempts(managed.id)
         last = attempts[-1].reason if attempts else "-"
-        typer.echo(
-            f"{managed.id}  {managed.state:<9}  {len(attempts)} attempt(s), last {last}  {managed.template}"
-        )
+        state = shown_state(store, managed)
+        typer.echo(f"{managed.id}  {state:<9}  {len(attempts)} attempt(s), last {last}  {managed.template}")
 
 
 @app.command("status")
@@ -93,14 +97,23 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print it as JSON."),
 ) -> None:
     """A managed job's state and every attempt: its job, place, state and reason."""
-    from vertexdist.managed.service import open_store
+    from vertexdist.managed.service import STOPPED, open_store
+    from vertexdist.managed.service import status as read_status
 
-    found = open_store().status(managed_id)
+    store = open_store()
+    found = read_status(store, managed_id)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
     typer.echo(f"{found['id']}  {found['state']}  {found['template']}")
-    for number, a in enumerate(found["attempts"], start=1):
+    why = store.get(managed_id).why
+    if found["state"] == STOPPED:
+        typer.echo(f"  no controller drives it; continue it: vertexdist managed resume {managed_id}")
+    elif why:
+        typer.echo(f"  {why}")
+    attempts = found["attempts"]
+    assert isinstance(attempts, list)
+    for number, a in enumerate(attempts, start=1):
         typer.echo(
             f"  {number}. {a['reason']:<10} {a['state']:<9} {a['location']} {a['machine_type']}"
             f" {a['scheduling_strategy'] or 'STANDARD'}  {a['job'] or '(no job)'}"
@@ -156,8 +169,7 @@ def cancel(managed_id: str = typer.Argument(..., metavar="ID", help="The managed
     """Cancel the running attempt's job and stop: no further attempt is made."""
     from vertexdist.managed.service import cancel_managed, open_store
 
-    managed = cancel_managed(open_store(), managed_id)
-    typer.echo(f"managed {managed.id} {managed.state}")
+    typer.echo(cancel_managed(open_store(), managed_id).line)
 
 
 @app.command("resume")

@@ -28,7 +28,7 @@ from vertexdist.backends.base import (
     TuningStatus,
 )
 from vertexdist.backends.local.logs import masked
-from vertexdist.console.metrics import ScalarReaders, Series, trial_series
+from vertexdist.console.metrics import ScalarReaders, Series, Window, trial_series
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.errors import VertexdistError
 from vertexdist.managed.attempts import MANAGED_LABEL
@@ -269,8 +269,11 @@ class Console:
         return self._tuning_row(JobRef("local", name), self.local_tuning.tuning(name), now)
 
     def _local_row(self, ref: JobRef, status: JobStatus, now: float) -> JobRow:
+        from vertexdist.console.managed import is_local_attempt
+
         cost = job_cost(status.spec, status.location, duration_s(status, now))
-        return self._row(ref, status, KIND_CUSTOM, "local", cost)
+        kind = KIND_MANAGED if is_local_attempt(self.local.run_dir(ref.job)) else KIND_CUSTOM
+        return self._row(ref, status, kind, "local", cost)
 
     def _tuning_row(self, ref: JobRef, tuning: TuningStatus, now: float) -> JobRow:
         cost = tuning_cost(tuning, tuning.status.location, now)
@@ -399,6 +402,22 @@ class Console:
             return JobRef("local", ref.job, trial_id)
         return vertex_ref(custom_job) if custom_job else None
 
+    def _attempt_windows(self, ref: JobRef) -> list[Window] | None:
+        """A managed job's attempts share one output folder: its scalars cut by attempt (console.managed)."""
+        from vertexdist.console.managed import attempt_windows
+
+        if not self.attempt_sources or ref.trial is not None:
+            return None
+        try:
+            status = self.status(ref)
+        except (NotFound, Unavailable):
+            return None
+        for source in self.attempt_sources:
+            attempts = source.attempts(ref, status)
+            if attempts is not None:
+                return attempt_windows(attempts, ref)
+        return None
+
     # --- logs, metrics ----------------------------------------------------------------------------
     def logs(self, ref: JobRef, cursor: object | None, query: LogQuery) -> LogsPage:
         """Log lines after `cursor` (the backend's own cursor, kept by the caller between reads)."""
@@ -437,7 +456,7 @@ class Console:
         except (NoOutputs, Unavailable):
             folder = None
         if folder is not None:
-            series += self.scalar_readers.scalars(folder)
+            series += self.scalar_readers.scalars(folder, self._attempt_windows(ref))
         if ref.source == "local" and ref.trial is not None:
             parent = self.tuning(JobRef("local", ref.job))
             if parent is not None and parent.study is not None:

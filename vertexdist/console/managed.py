@@ -12,8 +12,11 @@ from pathlib import Path
 
 from vertexdist.backends.base import JobStatus
 from vertexdist.console.jobs import Attempt
+from vertexdist.console.metrics import Window
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.managed.attempts import MANAGED_LABEL
+
+LOCAL_MARKER = "managed.json"  # jobs.local_attempts.MARKER: the attempt's label, in its run folder
 
 
 def managed_id_of(status: JobStatus) -> str | None:
@@ -38,12 +41,17 @@ class ManagedAttempts:
     def attempts(self, ref: JobRef, status: JobStatus) -> list[Attempt] | None:
         from vertexdist.managed.store import Store, UnknownManagedJob
 
-        managed_id = managed_id_of(status)
-        if managed_id is None or not self.path.is_file():
+        if not self.path.is_file():
             return None
         store = Store(self.path)
         try:
-            store.get(managed_id)
+            # A Vertex attempt says whose it is in its label; a local run's id is looked up.
+            managed_id = managed_id_of(status) or store.managed_of_job(
+                ref.job if ref.source == "local" else status.name
+            )
+            if managed_id is None or ref.trial is not None:
+                return None
+            local = store.get(managed_id).backend == "local"
             rows = store.attempts(managed_id)
         except UnknownManagedJob:
             return None
@@ -56,7 +64,33 @@ class ManagedAttempts:
                 start_time=_stamp(row.started),
                 end_time=_stamp(row.ended),
                 reason=row.reason,
-                job=vertex_ref(row.job) if row.job else None,
+                job=(JobRef("local", row.job) if local else vertex_ref(row.job)) if row.job else None,
             )
             for row in rows
         ]
+
+
+def is_local_attempt(run_dir: Path) -> bool:
+    """Whether a local run is an attempt of a managed job (`local-run` of a template with `recovery:`)."""
+    return (run_dir / LOCAL_MARKER).is_file()
+
+
+def attempt_windows(attempts: list[Attempt], ref: JobRef) -> list[Window] | None:
+    """The windows of the attempts up to `ref`'s own (None when `ref` is not one of them): its page's charts
+    show each attempt's scalars in its own colour, none past `ref`'s attempt's end."""
+    numbers = [a.number for a in attempts if a.job == ref]
+    if not numbers:
+        return None
+    windows: list[Window] = []
+    for a in attempts:
+        if a.number > numbers[0]:
+            break
+        start = None if not windows else _seconds(a.start_time)
+        windows.append(Window(f"attempt {a.number}", start, _seconds(a.end_time)))
+    return windows
+
+
+def _seconds(stamp: str | None) -> float | None:
+    if stamp is None:
+        return None
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

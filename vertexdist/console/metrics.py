@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,8 +73,10 @@ class ScalarReaders:
                 self._readers.popitem(last=False)
             return found
 
-    def scalars(self, folder: Path) -> list[Series]:
-        """Every scalar tag of every run under `folder`, by run then tag ([] when there is none)."""
+    def scalars(self, folder: Path, windows: Sequence[Window] | None = None) -> list[Series]:
+        """Every scalar tag of every run under `folder`, by run then tag ([] when there is none). With
+        `windows` (a managed job's attempts, which share one folder), each run's scalars are cut into one
+        series per window: what was written while that attempt ran, never the next attempt's."""
         if not folder.is_dir():
             return []
         reader = self._reader(folder)
@@ -86,11 +88,34 @@ class ScalarReaders:
             for run, tags in sorted(multiplexer.Runs().items()):
                 for tag in sorted(tags.get("scalars", [])):
                     events = multiplexer.Scalars(run, tag)
-                    by_step = {int(e.step): float(e.value) for e in events if math.isfinite(e.value)}
-                    points = sorted(by_step.items())  # a resumed run's steps written twice count once
-                    if points:
-                        found.append(Series(tag, run, _thin(points), x_label(tag)))
+                    for name, kept in _cut(run, events, windows):
+                        by_step = {int(e.step): float(e.value) for e in kept if math.isfinite(e.value)}
+                        points = sorted(by_step.items())  # a resumed run's steps written twice count once
+                        if points:
+                            found.append(Series(tag, name, _thin(points), x_label(tag)))
         return found
+
+
+@dataclass(frozen=True)
+class Window:
+    """An attempt's time (seconds since the epoch): scalars written after `start` (None: any time before)
+    up to `end` (None: still running) are its own."""
+
+    name: str
+    start: float | None
+    end: float | None
+
+    def holds(self, wall_time: float) -> bool:
+        return (self.start is None or wall_time >= self.start) and (self.end is None or wall_time <= self.end)
+
+
+def _cut(run: str, events: Sequence[Any], windows: Sequence[Window] | None) -> list[tuple[str, list[Any]]]:
+    if windows is None:
+        return [(run, list(events))]
+    return [
+        (w.name if run == "." else f"{w.name} {run}", [e for e in events if w.holds(float(e.wall_time))])
+        for w in windows
+    ]
 
 
 def x_label(tag: str) -> str:

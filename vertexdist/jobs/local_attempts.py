@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import queue
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vertexdist.backends.base import JobStatus
+from vertexdist.backends.base import JobEvent, JobStatus
 from vertexdist.jobs.local_run import RUNS_DIR, LocalRun, LocalRunRequest, start_local
 from vertexdist.managed.attempts import CreatedJob, labelled
 from vertexdist.managed.reasons import LOST_MESSAGE
@@ -60,6 +61,8 @@ class LocalAttempts:
 
     place: LocalPlace = field(default_factory=LocalPlace)
     faults: LocalFaults | None = None
+    # Called with each attempt this process starts and the queue of its job's events (a live view's feed).
+    on_run: Callable[[LocalRun, queue.Queue[JobEvent]], None] | None = None
     _runs: dict[str, LocalRun] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -84,9 +87,12 @@ class LocalAttempts:
         def mark(run_dir: Path) -> None:
             write_private_json(run_dir / MARKER, {"label": label})
 
-        run = start_local(request, before_start=mark)
+        events: queue.Queue[JobEvent] = queue.Queue()
+        run = start_local(request, before_start=mark, on_event=events.put if self.on_run else None)
         with self._lock:
             self._runs[run.name] = run
+        if self.on_run is not None:
+            self.on_run(run, events)
         if self._stopping.is_set():  # interrupted while this attempt was being made
             run.job.cancel()
         return CreatedJob(run.name, str(run.run_dir))

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from vertexdist.spec.models import JobTemplate
 
 DUPLICATE_WINDOW_S = 600.0
+CANCEL_WAIT_S = 10.0  # Ctrl-C with an in-process emulator: how long the cancel may take to land
 EMULATOR_DATA_DIR = Path(".vertexdist/emulator")
 
 
@@ -202,7 +203,30 @@ class SubmitSession:
         policy = PollPolicy(max_s=1.0) if self.target.is_emulator else PollPolicy()
         if on_logs is not None and not self.target.is_emulator:
             policy = CLOUD_LOGGING_POLICY
-        return watch(self.backend, name, on_status=on_status, on_logs=on_logs, policy=policy)
+        try:
+            return watch(self.backend, name, on_status=on_status, on_logs=on_logs, policy=policy)
+        except KeyboardInterrupt:
+            if self.in_process:
+                self._cancel_before_the_emulator_stops(name)
+            raise
+
+    def _cancel_before_the_emulator_stops(self, name: str, wait_s: float = CANCEL_WAIT_S) -> None:
+        """Ctrl-C stops the in-process emulator with the session: cancel the job through its API first and
+        wait (briefly) for it to read CANCELLED: recorded as cancelled, not lost with the emulator."""
+        import time
+
+        try:
+            self.backend.cancel(name)
+            deadline = time.monotonic() + wait_s
+            status = self.backend.describe(name)
+            while not status.done and time.monotonic() < deadline:
+                time.sleep(0.1)
+                status = self.backend.describe(name)
+        except VertexdistError as exc:
+            self._hooks.notice(f"interrupted; cancelling {name} failed: {exc}")
+            return
+        state = status.state if status.done else f"{status.state} (still stopping)"
+        self._hooks.notice(f"Ctrl-C: job cancelled ({state}) before the emulator stopped: {name}")
 
 
 def _emulator_endpoint(where: Where, env: Mapping[str, str]) -> bool:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from vertexdist.errors import VertexdistError
+from vertexdist.backends.base import JobStatus
+from vertexdist.backends.errors import message_of
 from vertexdist.managed import store as st
 from vertexdist.managed.attempts import AttemptBackend, CreatedJob
 from vertexdist.managed.policy import Decision, decide
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from vertexdist.spec.models import JobTemplate
 
 T = TypeVar("T")
+
+# The state of an attempt whose job was never created (no credentials, a request the backend refused).
+NOT_CREATED = "NOT_CREATED"
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,29 @@ class Controller:
             self.store.ended(attempt, "REFUSED", reason.value, str(exc))
             return reason
 
+    def _could_not_start(self, attempt: st.Attempt, exc: Exception) -> None:
+        """An attempt whose job could not be created for a reason that retrying will not change (no
+        credentials, a bad request): the managed job ends FAILED saying why, never a RUNNING ghost."""
+        message = message_of(exc)
+        self.store.ended(attempt, NOT_CREATED, Reason.USER_ERROR.value, message)
+        self.store.finish(
+            self.id, st.FAILED, f"attempt {attempt.number}'s job could not be created: {message}"
+        )
+
+    def _cancel_job(self, attempt: st.Attempt) -> None:
+        """Cancel the attempt's job for a `managed cancel` that recorded none; a job that ended meanwhile
+        keeps its real end state."""
+        place, job = self.places[attempt.place], attempt.job or ""
+        try:
+            self._retrying("cancelling", lambda: self.backend.cancel(place, job))
+        except Exception:
+            status = self._retrying("reading the attempt's job", lambda: self.backend.describe(place, job))
+            if not status.done:
+                raise
+            self.store.ended(attempt, status.state, reason_of(status).value, status.error)
+            return
+        self.store.ended(attempt, "CANCELLED", Reason.CANCELLED.value, None)
+
     def _decide(self, attempt: st.Attempt, reason: Reason) -> Decision:
         reasons = [Reason(a.reason) for a in self.store.attempts(self.id) if a.phase == st.ENDED]
         return decide(self.recovery, attempt.place, reason, reasons)
@@ -126,9 +153,7 @@ class Controller:
         last = attempts[-1] if attempts else None
         if managed.done:
             if last is not None and last.phase == st.CREATED and last.job and managed.state == st.CANCELLED:
-                self._retrying(
-                    "cancelling", lambda: self.backend.cancel(self.places[last.place], last.job or "")
-                )
+                self._cancel_job(last)
             return False
         if last is None:
             self._plan(0)
@@ -146,7 +171,11 @@ class Controller:
             self._plan(decision.place)
             return True
         if last.phase == st.CREATING:
-            created = self._create(last)
+            try:
+                created = self._create(last)
+            except Exception as exc:  # recorded, then re-raised for the caller to report
+                self._could_not_start(last, exc)
+                raise
             if isinstance(created, CreatedJob):
                 self.store.created(last, created.name, created.output_dir)
                 self.notice(f"managed {self.id}: attempt {last.number}: {created.name}")
@@ -170,16 +199,56 @@ class Controller:
         return self.store.get(self.id)
 
 
-def cancel(store: st.Store, managed_id: str, backend: AttemptBackend, template: JobTemplate) -> st.Managed:
+@dataclass(frozen=True)
+class Cancelled:
+    """What `cancel` did: the managed job as it now reads, and one line saying so."""
+
+    managed: st.Managed
+    line: str
+
+
+def _ended_already(store: st.Store, attempt: st.Attempt, status: JobStatus) -> Cancelled:
+    """The attempt's job ended before the cancel reached it: its real end is recorded, and the managed job
+    ends as that attempt did (SUCCEEDED), or CANCELLED (no further attempt is made)."""
+    reason = reason_of(status)
+    store.ended(attempt, status.state, reason.value, status.error)
+    state = st.SUCCEEDED if reason is Reason.SUCCEEDED else st.CANCELLED
+    why = "an attempt succeeded" if state == st.SUCCEEDED else "cancelled by `vertexdist managed cancel`"
+    store.finish(attempt.managed_id, state, why)
+    return Cancelled(
+        store.get(attempt.managed_id),
+        f"managed {attempt.managed_id} {state}: attempt {attempt.number}'s job had already ended"
+        f" {status.state} ({reason.value}); nothing to cancel",
+    )
+
+
+def cancel(store: st.Store, managed_id: str, backend: AttemptBackend, template: JobTemplate) -> Cancelled:
     """Mark the managed job cancelled (a running controller stops at its next step) and cancel the running
-    attempt's job."""
+    attempt's job. A job that ended first (the cancel raced its end) keeps its real end state; an attempt
+    whose job was never created is recorded cancelled."""
     managed = store.get(managed_id)
     if managed.done:
-        raise VertexdistError(f"managed job {managed_id} has already ended ({managed.state})")
-    store.finish(managed_id, st.CANCELLED, "cancelled by `vertexdist managed cancel`")
+        return Cancelled(
+            managed, f"managed {managed_id} had already ended {managed.state}; nothing to cancel"
+        )
     attempts = store.attempts(managed_id)
-    if attempts and attempts[-1].phase == st.CREATED and attempts[-1].job:
-        last = attempts[-1]
-        backend.cancel(places(template)[last.place], last.job or "")
+    last = attempts[-1] if attempts else None
+    if last is not None and last.phase == st.CREATED and last.job:
+        place, job = places(template)[last.place], last.job
+        status = backend.describe(place, job)
+        if status.done:
+            return _ended_already(store, last, status)
+        store.finish(managed_id, st.CANCELLED, "cancelled by `vertexdist managed cancel`")
+        try:
+            backend.cancel(place, job)
+        except Exception:  # the job may have ended between the read and the cancel: read it again
+            status = backend.describe(place, job)
+            if not status.done:
+                raise
+            return _ended_already(store, last, status)
         store.ended(last, "CANCELLED", Reason.CANCELLED.value, None)
-    return store.get(managed_id)
+        return Cancelled(store.get(managed_id), f"managed {managed_id} CANCELLED")
+    store.finish(managed_id, st.CANCELLED, "cancelled by `vertexdist managed cancel`")
+    if last is not None and last.phase == st.CREATING:
+        store.ended(last, "CANCELLED", Reason.CANCELLED.value, "cancelled before its job was created")
+    return Cancelled(store.get(managed_id), f"managed {managed_id} CANCELLED")

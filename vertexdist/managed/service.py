@@ -16,13 +16,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from vertexdist.errors import UsageError
 from vertexdist.managed import store as st
 from vertexdist.managed.attempts import AttemptBackend, VertexAttempts
-from vertexdist.managed.controller import Controller, cancel
+from vertexdist.managed.controller import Cancelled, Controller, cancel
 
 if TYPE_CHECKING:
     from vertexdist.jobs.submit import Where
@@ -143,12 +144,65 @@ def drive(
         return controller(store, managed_id, notice, poll_s, backend).run()
 
 
-def drive_in_background(store: st.Store, managed_id: str) -> Path:
-    """Start `vertexdist managed resume ID` in its own session; its output goes to a log beside the store."""
+# A managed job recorded RUNNING whose controller is gone (killed, or it stopped on an error) reads so.
+STOPPED = "STOPPED"
+
+
+def shown_state(store: st.Store, managed: st.Managed) -> str:
+    """The managed job's state as a person should read it: RUNNING only while a controller drives it."""
+    if managed.state == st.RUNNING and not controller_running(store, managed.id):
+        return STOPPED
+    return managed.state
+
+
+def status(store: st.Store, managed_id: str) -> dict[str, object]:
+    """`managed status ID --json`: the store's record, its state read with the controller's liveness."""
+    found = store.status(managed_id)
+    found["state"] = shown_state(store, store.get(managed_id))
+    return found
+
+
+# How long `--detach` waits for the background controller to create the first attempt's job (or fail to).
+DETACH_WAIT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Background:
+    """A controller started in the background: its log, and whether the attempt it was left at has its
+    job (`started`), or the controller stopped first (`why` says what it wrote last)."""
+
+    log: Path
+    started: bool
+    why: str = ""
+
+
+def _attempt_started(store: st.Store, managed_id: str) -> bool:
+    attempts = store.attempts(managed_id)
+    return bool(attempts) and attempts[-1].phase == st.CREATED
+
+
+def _last_lines(log: Path, offset: int) -> str:
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "; ".join(lines[-2:])
+
+
+def drive_in_background(
+    store: st.Store, managed_id: str, wait_s: float = DETACH_WAIT_S, poll_s: float = 0.1
+) -> Background:
+    """Start `vertexdist managed resume ID` in its own session (its output goes to a log beside the store),
+    then wait, up to `wait_s`, until its attempt's job is created, or the managed job ends, or the
+    controller stops: a controller that cannot start the job is reported here, not left to its log."""
     log = store.path.parent / f"{managed_id}.log"
     out: IO[bytes] = log.open("ab")
+    offset = log.stat().st_size
     with out:
-        subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-m", "vertexdist", "managed", "resume", managed_id],
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -156,10 +210,20 @@ def drive_in_background(store: st.Store, managed_id: str) -> Path:
             start_new_session=True,
             cwd=Path.cwd(),
         )
-    return log
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        exited = process.poll() is not None
+        managed = store.get(managed_id)
+        if managed.state == st.SUCCEEDED or _attempt_started(store, managed_id):
+            return Background(log, True)
+        if managed.done or exited:
+            why = managed.why if managed.done else _last_lines(log, offset) or "the controller stopped"
+            return Background(log, False, why)
+        time.sleep(poll_s)
+    return Background(log, True)  # still creating it (an image build, a large upload): it goes on there
 
 
-def cancel_managed(store: st.Store, managed_id: str) -> st.Managed:
+def cancel_managed(store: st.Store, managed_id: str) -> Cancelled:
     from vertexdist.spec import load_template
 
     managed = store.get(managed_id)

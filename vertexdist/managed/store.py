@@ -178,6 +178,11 @@ class Store:
         ids = [r["id"] for r in self._db.execute("SELECT id FROM managed ORDER BY created DESC")]
         return [self.get(i) for i in ids]
 
+    def managed_of_job(self, job: str) -> str | None:
+        """The managed job one of whose attempts ran as `job` (a job's resource name, a local run's id)."""
+        row = self._db.execute("SELECT managed_id FROM attempts WHERE job = ? LIMIT 1", (job,)).fetchone()
+        return str(row["managed_id"]) if row is not None else None
+
     def finish(self, managed_id: str, state: str, why: str) -> None:
         with self._write() as db:
             db.execute("UPDATE managed SET state = ?, why = ? WHERE id = ?", (state, why, managed_id))

@@ -215,20 +215,9 @@ class LocalBackend:
             run_dir / RUN,
             {"job_id": request.job_id, "display_name": request.display_name, "location": request.ctx.region},
         )
-        output_dir = request.job.output_uri_prefix
-        output_path = local_path(output_dir, Path(request.ctx.gcs_root)) if output_dir else None
 
         def write_summary() -> None:
-            job = self.job(request.job_id)
-            summary = summary_of(
-                request.job_id,
-                request.display_name,
-                run_dir,
-                job.result(),
-                output_dir=output_dir,
-                output_path=output_path,
-            )
-            write_private_json(run_dir / SUMMARY, summary)
+            self._write_summary(request, self.job(request.job_id))
 
         job = schedule(
             request,
@@ -263,12 +252,33 @@ class LocalBackend:
     def summary(self, name: str) -> dict[str, Any]:
         """The finished job's summary (what its run folder's summary.json holds)."""
         path = self.run_dir(name) / SUMMARY
+        with self._lock:
+            found = self._jobs.get(name)
+        if found is not None and found[1].done and not path.is_file():
+            # It ended before `schedule` had recorded it (a package install that failed at once), so its
+            # own summary could not be written then: write it now.
+            self._write_summary(found[0], found[1])
         try:
             return dict(json.loads(path.read_text()))
         except (OSError, ValueError):
+            still = found is None or not found[1].done
             raise UnknownLocalJob(
-                f"local job {name} has no summary in {path}", hint="it may still be running"
+                f"local job {name} has no summary in {path}",
+                hint="it may still be running" if still else f"its logs: {path.parent / 'logs'}",
             ) from None
+
+    def _write_summary(self, request: LocalRequest, job: LocalJob) -> None:
+        output_dir = request.job.output_uri_prefix
+        output_path = local_path(output_dir, Path(request.ctx.gcs_root)) if output_dir else None
+        summary = summary_of(
+            request.job_id,
+            request.display_name,
+            request.run_dir,
+            job.result(),
+            output_dir=output_dir,
+            output_path=output_path,
+        )
+        write_private_json(request.run_dir / SUMMARY, summary)
 
     # --- jobs -------------------------------------------------------------------------------------
     def run_dir(self, name: str) -> Path:

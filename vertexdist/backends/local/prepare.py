@@ -14,6 +14,7 @@ from __future__ import annotations
 import calendar
 import re
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,21 @@ class LocalOptions:
     procs_per_replica: int | None = None
     docker: bool = False
     warm: bool = False  # replicas forked from the warm pool (`local.warm_pool`) where they can be
+
+
+_NOTED: set[str] = set()
+
+
+def package_cache(options: LocalOptions) -> Path:
+    """Where packages are installed: the folder's cache, or this user's own when another user's is in the
+    way (`vertexdist.user_cache`; said once, on stderr)."""
+    from vertexdist.user_cache import usable_cache_dir
+
+    found = usable_cache_dir(options.package_cache.resolve())
+    if found.note and found.note not in _NOTED:
+        _NOTED.add(found.note)
+        print(found.note, file=sys.stderr)
+    return found.path
 
 
 def new_job_id() -> str:
@@ -193,7 +209,7 @@ def prepare_request(
             ctx,
             run_dir=run_dir,
             sdists={},
-            cache_dir=options.package_cache.resolve(),
+            cache_dir=package_cache(options),
             display_name=t.display_name,
         )
     from vertexdist.packaging import build_sdist, package_uri
@@ -205,6 +221,6 @@ def prepare_request(
         ctx,
         run_dir=run_dir,
         sdists={uri: sdist.path},
-        cache_dir=options.package_cache.resolve(),
+        cache_dir=package_cache(options),
         display_name=t.display_name,
     )

@@ -33,7 +33,7 @@ from vertexdist.backends.base import (
     with_project,
 )
 from vertexdist.backends.local.logs import LocalLogs, keep_secrets, kept_secrets, masked
-from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_run
+from vertexdist.backends.local.prepare import LocalOptions, job_id_time, package_cache, prepare_run
 from vertexdist.backends.local.resume import local_path
 from vertexdist.backends.local.run_folders import file_stamp, read_run_json, run_folders
 from vertexdist.backends.local.trials import LocalTrialLauncher, trial_default_output_uri
@@ -107,7 +107,7 @@ def prepare_tuning_request(
         job=job,
         ctx=run.ctx,
         sdists={uri: sdist.path},
-        cache_dir=options.package_cache.resolve(),
+        cache_dir=package_cache(options),
     )
 
 
