@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.emulator.execution import JobRunner
+from vertexdist.emulator.experiments_api import ExperimentsApi
 from vertexdist.emulator.faults import FaultPlan as RequestFaults
 from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.gcs import StorageEmulator
@@ -135,6 +136,7 @@ class Emulator:
             self.models = ModelRegistry(self.store, publish=self._publish_artifacts)
             service.on_pipeline_success = self.models.upload_for_pipeline
             self.http.routes = EmulatorRoutes(service, self.models, Operations(self.store))
+            self.http.experiments = ExperimentsApi(self.data_dir if data_dir else None)
         except BaseException:
             # E.g. the port is taken: leave no supervisor thread, data-folder lock or temporary folder behind.
             if service is not None:
