@@ -6,6 +6,7 @@ data calls, and the pure parts (the filter grammar, the store's nested names). T
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from vertexdist.emulator import Emulator
+from vertexdist.emulator.experiment_runs import job_run, params_from_args
 from vertexdist.emulator.experiment_store import ExperimentStore
 from vertexdist.emulator.filters import parse_expression
 
@@ -217,6 +219,63 @@ def test_a_bad_filter_is_a_400_naming_the_problem(aiplatform: Any) -> None:
         aiplatform.Artifact.list(filter='colour="red"')
 
 
+JOB_SCRIPT = """\
+import os, time
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.proto.summary_pb2 import Summary
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+uri = os.environ["AIP_TENSORBOARD_LOG_DIR"]
+writer = EventFileWriter(os.environ.get("VERTEXDIST_GCS_ROOT", "/gcs") + "/" + uri[len("gs://"):])
+for step in (1, 2):
+    value = Summary.Value(tag="loss", simple_value=1 / (2 * step))
+    writer.add_event(Event(step=step, wall_time=time.time(), summary=Summary(value=[value])))
+writer.close()
+"""
+
+
+def test_a_job_with_an_experiment_is_logged_as_its_run(aiplatform: Any, tensorboard: Any) -> None:
+    """CustomJob.run(experiment=, experiment_run=): the emulator logs the ended job as that run, with the
+    trainer's arguments as params, its TensorBoard scalars as time series and their last values as metrics."""
+    aiplatform.init(experiment="exp-job", experiment_tensorboard=tensorboard)
+    aiplatform.ExperimentRun.create("job-run", experiment="exp-job")
+    job = aiplatform.CustomJob(
+        display_name="exp-job",
+        worker_pool_specs=[
+            {
+                "machine_spec": {"machine_type": "n1-standard-4"},
+                "replica_count": 1,
+                "container_spec": {
+                    "image_uri": "example.com/trainer:latest",
+                    "command": [sys.executable, "-c", JOB_SCRIPT],
+                    "args": ["--lr=0.01", "--epochs", "2", "--fast"],
+                },
+            }
+        ],
+    )
+    job.run(experiment="exp-job", experiment_run="job-run")
+    run = aiplatform.ExperimentRun("job-run", experiment="exp-job")
+    assert run.get_params() == {"lr": 0.01, "epochs": 2, "fast": "true"}
+    assert run.get_metrics() == {"loss": 0.25}
+    assert run.get_state() == "COMPLETE"
+    series = run.get_time_series_data_frame()
+    assert list(series["step"]) == [1, 2] and list(series["loss"]) == [0.5, 0.25]
+    (row,) = aiplatform.get_experiment_df("exp-job").to_dict("records")
+    assert row["param.lr"] == 0.01 and row["metric.loss"] == 0.25
+
+
+def test_a_template_with_experiment_is_one_run_per_job(
+    aiplatform: Any, cli: Any, write_template: Any
+) -> None:
+    """`experiment:` without `experiment_run`: submit renders jobSpec.experiment, and each job is a run
+    of its own, named after its output folder, with the trainer's args and its loss time series."""
+    path = write_template(JOB_SCRIPT, name="exp-template", extra="experiment:\n  name: exp-template\n")
+    code, _, err = cli("submit", str(path))
+    assert code == 0 and "SUCCEEDED" in err, err
+    (run,) = aiplatform.ExperimentRun.list(experiment="exp-template")
+    assert run.get_params() == {"epochs": 1} and run.get_metrics() == {"loss": 0.25}
+    assert list(run.get_time_series_data_frame()["loss"]) == [0.5, 0.25]
+
+
 def test_the_filter_grammar() -> None:
     def field(resource: dict[str, Any], name: str) -> Any:
         if name not in ("schema_title", "parent_contexts", "is_default"):
@@ -255,3 +314,30 @@ def test_the_store_keeps_nested_names_apart_across_a_restart(tmp_path: Path) -> 
     again = ExperimentStore(tmp_path)
     assert sorted(again.names()) == sorted(store.names()) and len(again.names()) == 2
     assert len(again.children(f"{PARENT}/tensorboards/1/experiments/e1", "runs")) == 1
+
+
+def test_a_jobs_params_and_run_name_come_from_its_spec() -> None:
+    args = ["--lr=0.1", "--epochs", "3", "data.csv", "--fast", "--name=a-b", "--lr=1e-3"]
+    assert params_from_args(args) == {
+        "lr": 1e-3,
+        "epochs": 3,
+        "fast": "true",
+        "name": "a-b",
+    }
+    spec = {
+        "experiment": f"{PARENT}/metadataStores/default/contexts/exp",
+        "baseOutputDirectory": {"outputUriPrefix": "gs://b/out/Job_Folder.1/"},
+        "workerPoolSpecs": [{"pythonPackageSpec": {"args": ["--x=2"]}}],
+    }
+    run = job_run(spec, None)
+    assert run is not None and (run.parent, run.experiment, run.run, run.params) == (
+        PARENT,
+        "exp",
+        "job-folder-1",
+        {"x": 2},
+    )
+    named = job_run({**spec, "experimentRun": f"{PARENT}/metadataStores/default/contexts/exp-first"}, None)
+    assert named is not None and named.run == "first"
+    trial = job_run({**spec, "baseOutputDirectory": {"outputUriPrefix": "gs://b/out/hpt-folder/3"}}, None)
+    assert trial is not None and trial.run == "hpt-folder-3"
+    assert job_run({"workerPoolSpecs": []}, None) is None

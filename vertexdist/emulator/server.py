@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.emulator.execution import JobRunner
+from vertexdist.emulator.experiment_runs import log_experiment_run
 from vertexdist.emulator.experiments_api import ExperimentsApi
 from vertexdist.emulator.faults import FaultPlan as RequestFaults
 from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
@@ -173,7 +174,9 @@ class Emulator:
         folder checked too."""
         assert self.data_dir is not None
         self.mirror.push()
-        return publish_outputs(self.storage, self.data_dir / "gcs", spec)
+        problems = publish_outputs(self.storage, self.data_dir / "gcs", spec)
+        log_experiment_run(self.http.experiments.store, spec, self.data_dir / "gcs")
+        return problems
 
     def _publish_artifacts(self, uri: str) -> int:
         """What replicas wrote under gs://B/p through the local folder (VERTEXDIST_GCS_ROOT), uploaded to
