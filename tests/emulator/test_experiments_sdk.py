@@ -6,6 +6,7 @@ data calls, and the pure parts (the filter grammar, the store's nested names). T
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +15,9 @@ from typing import Any
 import pytest
 
 from vertexdist.emulator import Emulator
-from vertexdist.emulator.experiment_runs import job_run, params_from_args
 from vertexdist.emulator.experiment_store import ExperimentStore
 from vertexdist.emulator.filters import parse_expression
+from vertexdist.wire.experiment_run import job_run, params_from_args
 
 pytestmark = [pytest.mark.integration]
 
@@ -341,3 +342,18 @@ def test_a_jobs_params_and_run_name_come_from_its_spec() -> None:
     trial = job_run({**spec, "baseOutputDirectory": {"outputUriPrefix": "gs://b/out/hpt-folder/3"}}, None)
     assert trial is not None and trial.run == "hpt-folder-3"
     assert job_run({"workerPoolSpecs": []}, None) is None
+
+
+def test_local_run_writes_the_experiment_run_into_its_run_folder(
+    cli: Any, write_template: Any, tmp_path: Path
+) -> None:
+    extra = "experiment:\n  name: exp-local\n  experiment_run: first\n"
+    path = write_template(JOB_SCRIPT, name="exp-local", extra=extra)
+    out = tmp_path / "run"
+    code, _, err = cli("local-run", str(path), "--out", str(out))
+    assert code == 0, err
+    record = json.loads((out / "experiment_run.json").read_text())
+    assert (record["experiment"], record["experiment_run"]) == ("exp-local", "first")
+    assert record["run_context"].endswith("/metadataStores/default/contexts/exp-local-first")
+    assert record["params"] == {"epochs": 1} and record["metrics"] == {"loss": 0.25}
+    assert record["time_series"] == {"loss": [[1, 0.5], [2, 0.25]]}
