@@ -357,3 +357,41 @@ def test_local_run_writes_the_experiment_run_into_its_run_folder(
     assert record["run_context"].endswith("/metadataStores/default/contexts/exp-local-first")
     assert record["params"] == {"epochs": 1} and record["metrics"] == {"loss": 0.25}
     assert record["time_series"] == {"loss": [[1, 0.5], [2, 0.25]]}
+
+
+def test_bad_requests_are_4xx_naming_the_problem(aiplatform: Any, emu: Emulator) -> None:
+    import urllib.error
+    import urllib.request
+
+    store = f"/v1/{PARENT}/metadataStores/default"
+    aiplatform.Artifact.create(
+        schema_title="system.Dataset", uri="gs://vd-staging/hostile"
+    )  # the store exists
+
+    def call(verb: str, path: str, body: object) -> tuple[int, str]:
+        request = urllib.request.Request(
+            emu.vertex_endpoint + path, data=json.dumps(body).encode(), method=verb
+        )
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())["error"]["message"]
+
+    assert call("POST", f"{store}/contexts?contextId=a%2Fb", {}) == (
+        400,
+        "contextId: 'a/b' is not a valid id",
+    )
+    assert call("POST", f"{store}/contexts?contextId=dup", {})[0] == 200
+    assert call("POST", f"{store}/contexts?contextId=dup", {})[0] == 409
+    status, message = call("POST", f"/v1/{PARENT}/metadataStores/nope/contexts", {})
+    assert status == 404 and "metadataStores/nope" in message
+    status, message = call("POST", f"{store}/contexts/dup:addContextChildren", {"childContexts": "x"})
+    assert status == 400 and "childContexts: expected a list" in message
+    status, message = call(
+        "POST", f"{store}/contexts/dup:addContextChildren", {"childContexts": [f"{store[4:]}/contexts/dup"]}
+    )
+    assert status == 400 and "its own child" in message
+    status, message = call("GET", f"/v1/{PARENT}/tensorboards/none:batchRead", None)
+    assert status == 404
