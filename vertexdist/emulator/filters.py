@@ -49,3 +49,135 @@ def parse_filter(text: str) -> Predicate:
         return True
 
     return matches
+
+
+# --- the metadata and TensorBoard list filters -----------------------------------------------------------
+# https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.metadataStores.contexts/list:
+# `FIELD="VALUE"` and `!=` comparisons, `FIELD:"A","B"` (has any), `FUNCTION("ARG")` (in_context), NOT,
+# parentheses, and AND/OR, as the SDK's `metadata/utils._make_filter_string` writes them.
+_TOKEN = re.compile(r'\s*(?:(\()|(\))|(,)|(!=|=|:)|("(?:[^"\\]|\\.)*")|([\w.\-/@]+))')
+FieldGetter = Callable[[dict[str, Any], str], Any]
+Function = Callable[[dict[str, Any], str], bool]
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    at = 0
+    while at < len(text):
+        if text[at:].strip() == "":
+            break
+        match = _TOKEN.match(text, at)
+        if not match:
+            raise ValueError(f"filter: cannot read {text[at : at + 20]!r} (at character {at + 1})")
+        at = match.end()
+        kinds = ("(", ")", ",", "op", "str", "word")
+        kind = next(k for k, group in zip(kinds, match.groups(), strict=True) if group is not None)
+        value = match.group(kinds.index(kind) + 1)
+        out.append((kind, value[1:-1].replace('\\"', '"') if kind == "str" else value))
+    return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+class _Parser:
+    def __init__(self, text: str, field: FieldGetter, functions: dict[str, Function]) -> None:
+        self.tokens = _tokens(text)
+        self.at = 0
+        self.field = field
+        self.functions = functions
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def take(self, kind: str) -> str:
+        token = self.peek()
+        if token is None or token[0] != kind:
+            seen = "the end" if token is None else repr(token[1])
+            raise ValueError(f"filter: expected {kind} but found {seen}")
+        self.at += 1
+        return token[1]
+
+    def keyword(self, word: str) -> bool:
+        token = self.peek()
+        if token is not None and token == ("word", word):
+            self.at += 1
+            return True
+        return False
+
+    def expression(self) -> Predicate:
+        parts = [self.conjunction()]
+        while self.keyword("OR"):
+            parts.append(self.conjunction())
+        return parts[0] if len(parts) == 1 else (lambda r: any(p(r) for p in parts))
+
+    def conjunction(self) -> Predicate:
+        parts = [self.unary()]
+        while self.keyword("AND"):
+            parts.append(self.unary())
+        return parts[0] if len(parts) == 1 else (lambda r: all(p(r) for p in parts))
+
+    def unary(self) -> Predicate:
+        if self.keyword("NOT"):
+            inner = self.unary()
+            return lambda r: not inner(r)
+        token = self.peek()
+        if token is not None and token[0] == "(":
+            self.at += 1
+            inner = self.expression()
+            self.take(")")
+            return inner
+        return self.term()
+
+    def value(self) -> str:
+        token = self.peek()
+        if token is None or token[0] not in ("str", "word"):
+            seen = "the end" if token is None else repr(token[1])
+            raise ValueError(f"filter: expected a value but found {seen}")
+        self.at += 1
+        return token[1]
+
+    def term(self) -> Predicate:
+        name = self.take("word")
+        token = self.peek()
+        if token is not None and token[0] == "(":
+            self.at += 1
+            arg = self.value()
+            self.take(")")
+            function = self.functions.get(name)
+            if function is None:
+                raise ValueError(f"filter: function {name!r} is not supported (use {sorted(self.functions)})")
+            return lambda r: function(r, arg)
+        op = self.take("op")
+        values = [self.value()]
+        while op == ":" and self.peek() == (",", ","):
+            self.at += 1
+            values.append(self.value())
+        self.field({}, name)  # an unknown field is refused now, not on the first resource
+        field = self.field
+
+        def compare(resource: dict[str, Any]) -> bool:
+            actual = field(resource, name)
+            if op == ":":
+                found = actual if isinstance(actual, list) else [actual]
+                return any(_text(a) == v or (v == "*" and a) for a in found for v in values)
+            return (_text(actual) == values[0]) == (op == "=")
+
+        return compare
+
+
+def parse_expression(text: str, field: FieldGetter, functions: dict[str, Function]) -> Predicate:
+    """A predicate for a metadata-style filter; `field(resource, name)` reads a field (raising ValueError
+    for names it does not know), `functions` are the `NAME("ARG")` terms. Raises ValueError naming the
+    problem."""
+    if not text.strip():
+        return lambda _resource: True
+    parser = _Parser(text, field, functions)
+    predicate = parser.expression()
+    rest = parser.peek()
+    if rest is not None:
+        raise ValueError(f"filter: unexpected {rest[1]!r} after a complete expression")
+    return predicate

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertexdist.emulator import logging_api, tuning_api
+from vertexdist.emulator.experiments_api import ExperimentsApi
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
 from vertexdist.emulator.log_entries import JobEntries
@@ -147,7 +148,8 @@ class _Handler(GuardedHandler):  # the guard (Host, Origin, JSON writes, owner) 
             if path.startswith("/vertexdist/"):
                 self._extension(verb, path, query)
                 return
-            extra = self.server.routes.answer(verb, path, query, self._body) if self.server.routes else None
+            extra = self.server.experiments.answer(verb, path, split.query, self._body)
+            extra = extra if extra is not None else self._routes(verb, path, query)
             if extra is not None:
                 self._send(HTTPStatus.OK, extra)
                 return
@@ -170,6 +172,9 @@ class _Handler(GuardedHandler):  # the guard (Host, Origin, JSON writes, owner) 
         except Exception as exc:  # an answer, not a dropped connection that clients would retry
             BaseHTTPRequestHandler.log_message(self, "internal error on %s %s: %r", verb, path, exc)
             self._error(ApiError(500, "INTERNAL", f"the emulator failed: {type(exc).__name__}: {exc}"))
+
+    def _routes(self, verb: str, path: str, query: dict[str, str]) -> dict[str, Any] | None:
+        return self.server.routes.answer(verb, path, query, self._body) if self.server.routes else None
 
     @staticmethod
     def _method(verb: str, ident: str | None, cancel: str | None) -> str:
@@ -267,5 +272,6 @@ class VertexHTTPServer(LoopbackServer):
         self.logging = logging_api.LoggingApi(JobEntries(service))
         self.tuning = tuning
         self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
+        self.experiments = ExperimentsApi(None)  # metadata and TensorBoard (emulator/experiments_api.py)
         self.faults = FaultPlan()
         self.verbose = verbose

@@ -18,6 +18,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.emulator.execution import JobRunner
+from vertexdist.emulator.experiment_runs import log_experiment_run
+from vertexdist.emulator.experiments_api import ExperimentsApi
 from vertexdist.emulator.faults import FaultPlan as RequestFaults
 from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.gcs import StorageEmulator
@@ -135,6 +137,7 @@ class Emulator:
             self.models = ModelRegistry(self.store, publish=self._publish_artifacts)
             service.on_pipeline_success = self.models.upload_for_pipeline
             self.http.routes = EmulatorRoutes(service, self.models, Operations(self.store))
+            self.http.experiments = ExperimentsApi(self.data_dir if data_dir else None)
         except BaseException:
             # E.g. the port is taken: leave no supervisor thread, data-folder lock or temporary folder behind.
             if service is not None:
@@ -171,7 +174,9 @@ class Emulator:
         folder checked too."""
         assert self.data_dir is not None
         self.mirror.push()
-        return publish_outputs(self.storage, self.data_dir / "gcs", spec)
+        problems = publish_outputs(self.storage, self.data_dir / "gcs", spec)
+        log_experiment_run(self.http.experiments.store, spec, self.data_dir / "gcs")
+        return problems
 
     def _publish_artifacts(self, uri: str) -> int:
         """What replicas wrote under gs://B/p through the local folder (VERTEXDIST_GCS_ROOT), uploaded to

@@ -227,6 +227,11 @@ def render_job_spec(
         spec["tensorboard"] = t.tensorboard
     if t.enable_web_access:
         spec["enableWebAccess"] = True
+    if t.experiment is not None:  # the context names CustomJob.run(experiment=, experiment_run=) sets
+        store = f"projects/{t.project}/locations/{t.location}/metadataStores/default/contexts"
+        spec["experiment"] = f"{store}/{t.experiment.name}"
+        if t.experiment.experiment_run is not None:
+            spec["experimentRun"] = f"{store}/{t.experiment.run_context_id(t.experiment.experiment_run)}"
     if t.persistent_resource_id is not None:
         spec["persistentResourceId"] = t.persistent_resource_id
     return spec

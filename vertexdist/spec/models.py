@@ -38,6 +38,7 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.experiment import ExperimentSpec
 from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE, display_name_problem
 from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
@@ -512,6 +513,10 @@ class JobTemplate(_Strict):
     tuning: TuningSpec | None = Field(
         default=None,
         description="Make it a hyperparameter tuning job: the job runs once per trial, with its values.",
+    )
+    experiment: ExperimentSpec | None = Field(
+        default=None,
+        description="Log the job as a run of this Vertex AI Experiment: params, final metrics, scalars.",
     )
     recovery: RecoverySpec | None = Field(
         default=None,

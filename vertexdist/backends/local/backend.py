@@ -34,6 +34,7 @@ from vertexdist.backends.base import (
     SubmitOptions,
     TuningStatus,
 )
+from vertexdist.backends.local.experiment_record import EXPERIMENT_RUN, experiment_record
 from vertexdist.backends.local.logs import LocalLogs, keep_secrets, kept_secrets, masked
 from vertexdist.backends.local.prepare import LocalOptions, job_id_time, prepare_request
 from vertexdist.backends.local.resume import local_path
@@ -279,6 +280,9 @@ class LocalBackend:
             output_path=output_path,
         )
         write_private_json(request.run_dir / SUMMARY, summary)
+        record = experiment_record(request.job.raw, output_path)  # template `experiment:`
+        if record is not None:
+            write_private_json(request.run_dir / EXPERIMENT_RUN, record)
 
     # --- jobs -------------------------------------------------------------------------------------
     def run_dir(self, name: str) -> Path:
