@@ -28,6 +28,8 @@ from vertexdist.backends.base import (
     TuningStatus,
 )
 from vertexdist.backends.local.logs import masked
+from vertexdist.console.attempts import Attempt
+from vertexdist.console.managed import attempt_windows, is_local_attempt
 from vertexdist.console.metrics import ScalarReaders, Series, Window, trial_series
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.errors import VertexdistError
@@ -59,18 +61,6 @@ class NotFound(VertexdistError):
 
 class Unavailable(VertexdistError):
     """A backend did not answer (the emulator stopped, Vertex refused the call)."""
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One attempt of a managed job: when it ran, how it ended, and why."""
-
-    number: int
-    state: str
-    start_time: str | None = None
-    end_time: str | None = None
-    reason: str = ""
-    job: JobRef | None = None  # the job this attempt ran as, where it has a page
 
 
 class AttemptSource(Protocol):
@@ -269,7 +259,6 @@ class Console:
         return self._tuning_row(JobRef("local", name), self.local_tuning.tuning(name), now)
 
     def _local_row(self, ref: JobRef, status: JobStatus, now: float) -> JobRow:
-        from vertexdist.console.managed import is_local_attempt
 
         cost = job_cost(status.spec, status.location, duration_s(status, now))
         kind = KIND_MANAGED if is_local_attempt(self.local.run_dir(ref.job)) else KIND_CUSTOM
@@ -404,7 +393,6 @@ class Console:
 
     def _attempt_windows(self, ref: JobRef) -> list[Window] | None:
         """A managed job's attempts share one output folder: its scalars cut by attempt (console.managed)."""
-        from vertexdist.console.managed import attempt_windows
 
         if not self.attempt_sources or ref.trial is not None:
             return None

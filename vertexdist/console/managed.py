@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from vertexdist.backends.base import JobStatus
-from vertexdist.console.jobs import Attempt
+from vertexdist.console.attempts import Attempt
 from vertexdist.console.metrics import Window
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.managed.attempts import MANAGED_LABEL
