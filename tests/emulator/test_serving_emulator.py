@@ -128,3 +128,17 @@ def test_pool_commands_with_emulator_need_no_project(emulator: Emulator, cli: An
     code, _, err = cli("pool", "describe", "by-hand-1", *at)
     assert code == 2 and "no persistent resource by-hand-1 in the emulator's folder" in err
     assert "vertexdist pool list --emulator" in err
+
+
+@pytest.mark.usefixtures("bare_env")
+def test_submit_managed_emulator_goes_to_the_serving_one_too(
+    emulator: Emulator, cli: Any, write_template: Any
+) -> None:
+    """A started emulator outlives the command, as a managed job must (it used to refuse --emulator)."""
+    template = write_template(name="managed-to-the-serving-one")
+    at = ["--emulator", "--emulator-data-dir", str(emulator.data_dir)]
+    code, out, err = cli("submit", str(template), "--managed", *at)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("managed: m-")
+    code, out, _ = cli("managed", "status", out.splitlines()[0].removeprefix("managed: "), "--json")
+    assert json.loads(out)["state"] == "SUCCEEDED"

@@ -95,9 +95,13 @@ def submit(
             hint="add --emulator, or set trainer.nproc_per_node in the template",
         )
     if managed:
-        _refuse_with_managed(emulator=emulator, dry_run=dry_run, resume_from=resume_from)
+        # A started emulator outlives this command, as a managed job must: its endpoint, as --endpoint's.
+        served = serving_emulator(emulator_data_dir) if emulator else None
+        _refuse_with_managed(emulator=emulator and served is None, dry_run=dry_run, resume_from=resume_from)
         from vertexdist.cli.managed import submit_managed
 
+        if served is not None:
+            endpoint, transport = served.vertex, "rest"
         submit_managed(template, Where(project, location, staging_bucket, endpoint, transport), detach=detach)
         return
     request = SubmitRequest(
@@ -125,7 +129,7 @@ def _refuse_with_managed(*, emulator: bool, dry_run: bool, resume_from: str | No
         raise UsageError(
             "--managed with --emulator: the in-process emulator stops with this command, and a managed job"
             " must outlive its controller",
-            hint="start one (vertexdist emulator start) and pass --endpoint, or drop --managed",
+            hint="start one in another shell (vertexdist emulator start), or drop --managed",
         )
     if dry_run:
         raise UsageError(
