@@ -219,10 +219,10 @@ class Console:
         if self.remote is None:
             raise NotFound(f"no Vertex target: {ref.path} is not shown here")
         if self.emulator_dir is not None:
-            from vertexdist.emulator.folder import resource_name
+            from vertexdist.jobs.emulator_jobs import job_resource_name
 
             collection, _, ident = ref.job.partition("/")
-            found = resource_name(self.emulator_dir, collection, ident)
+            found = job_resource_name(self.emulator_dir, collection, ident)
             if found is not None:
                 return found
         return f"{self.remote.target.parent}/{ref.job}"
@@ -234,10 +234,10 @@ class Console:
             return []
         if self.emulator_dir is None:
             return [self.remote]
-        from vertexdist.emulator.folder import parents
+        from vertexdist.jobs.emulator_jobs import job_parents
 
         found = [self.remote]
-        for parent in parents(self.emulator_dir):
+        for parent in job_parents(self.emulator_dir):
             if parent == self.remote.target.parent:
                 continue
             if parent not in self._listers:
