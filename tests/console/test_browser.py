@@ -239,6 +239,7 @@ def test_log_lines_appear_while_the_job_runs(
     page.goto(world["base"] + f"/jobs/local/{job}")
     page.wait_for_selector("#logs .line:has-text('first line from the live job')", timeout=30_000)
     state_is(page, "RUNNING")
+    assert page.locator("#job-ended").inner_text() == "—"
     page.evaluate("() => { window.stillTheSamePage = true; }")
     assert page.locator("#logs .line:has-text('second line')").count() == 0
     go.write_text("go")
@@ -248,6 +249,9 @@ def test_log_lines_appear_while_the_job_runs(
     page.wait_for_selector("#timeline li:has-text('exit code 0')", timeout=15_000)  # the timeline too
     row = page.locator('#replicas tr[data-replica="workerpool0-0"]')
     _wait(lambda: row.locator(".exit").inner_text() == "0", 15, "the replica's exit code")
+    # The header too: Ended and Duration as the job ended, not as the page was loaded (issue 36 item 7).
+    _wait(lambda: page.locator("#job-ended").inner_text().endswith(" UTC"), 15, "the header's end")
+    assert page.locator("#job-duration").inner_text() != "—"
 
 
 def test_tuning_trials_page(world: dict[str, Any], page_of: Any, tmp_path: Path) -> None:

@@ -33,7 +33,11 @@ PoolRef = Annotated[
 ]
 Project = Annotated[
     str | None,
-    typer.Option("--project", help="Google Cloud project (default: --from's, then GOOGLE_CLOUD_PROJECT)."),
+    typer.Option(
+        "--project",
+        help="Google Cloud project (default: --from's, then GOOGLE_CLOUD_PROJECT; with --emulator, a new"
+        " resource's is vertexdist-local, and the emulator's folder knows the others').",
+    ),
 ]
 Location = Annotated[
     str | None,
@@ -152,16 +156,19 @@ def list_pools(
     as_json: AsJson = False,
 ) -> None:
     """List the persistent resources of a project and location."""
-    from vertexdist.jobs.pools import open_pools
+    from vertexdist.jobs.pools import open_pool_lists
 
-    with open_pools(_place(project, location, endpoint, transport, emulator, emulator_data_dir)) as resources:
-        found = resources.list()
-        parent = resources.target.parent
+    place = _place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    with open_pool_lists(place) as sources:
+        found = [resource for resources in sources for resource in resources.list()]
+        where = (
+            sources[0].target.parent if len(sources) == 1 else f"the emulator's folder {emulator_data_dir}"
+        )
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
     if not found:
-        typer.echo(f"no persistent resources in {parent}", err=True)
+        typer.echo(f"no persistent resources in {where}", err=True)
         return
     for resource in found:
         _show(resource)
@@ -181,7 +188,7 @@ def describe(
     from vertexdist.jobs.pools import open_pools
 
     place = _place(project, location, endpoint, transport, emulator, emulator_data_dir, ref)
-    with open_pools(place) as resources:
+    with open_pools(place, ref=ref) as resources:
         found = resources.get(ref)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
@@ -202,7 +209,7 @@ def delete(
     from vertexdist.jobs.pools import open_pools
 
     place = _place(project, location, endpoint, transport, emulator, emulator_data_dir, ref)
-    with open_pools(place) as resources:
+    with open_pools(place, ref=ref) as resources:
         name = resources.delete(ref)
     typer.echo(f"deleted {name}")
 

@@ -4,9 +4,9 @@ The request sent is exactly what `--dry-run` prints (and `vertexdist render --re
 real package URI and the request-hash label), with one field filled in when the job is created: its own
 output folder, `<job-folder>` in the dry run, becomes a fresh UTC-time-and-random folder (printed as
 `outputs:`). `--resume-from JOB` continues that earlier job's folder instead, dry run included.
-The SDK's blocking `run()` polls every 5 s; this polls with backoff from 0.2 s. `--emulator` runs a local
-Vertex + Cloud Storage in-process for the command's length. Flags and printing only: the work is
-`vertexdist.jobs.submit`'s.
+The SDK's blocking `run()` polls every 5 s; this polls with backoff from 0.2 s. `--emulator` submits to the
+emulator serving its folder, else runs a local Vertex + Cloud Storage in-process for the command's length.
+Flags and printing only: the work is `vertexdist.jobs.submit`'s.
 """
 
 from __future__ import annotations
@@ -31,7 +31,12 @@ EMULATOR_DATA_DIR = Path(".vertexdist/emulator")
 def submit(
     template: Path = typer.Argument(..., help="The job template (YAML)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact request and send nothing."),
-    emulator: bool = typer.Option(False, "--emulator", help="Run a local Vertex emulator for this command."),
+    emulator: bool = typer.Option(
+        False,
+        "--emulator",
+        help="Submit to the emulator serving --emulator-data-dir (`vertexdist emulator start`), else run"
+        " one for this command.",
+    ),
     follow: bool = typer.Option(False, "--follow", "-f", help="Stream the replica logs until the job ends."),
     detach: bool = typer.Option(False, "--detach", help="Return once the job is created; do not wait."),
     yes: bool = typer.Option(
@@ -69,10 +74,16 @@ def submit(
     ),
 ) -> None:
     """Package TEMPLATE's trainer, upload it, create the Vertex training job and follow it to the end."""
-    from vertexdist.jobs.submit import InProcessEmulator, SubmitRequest, Where, open_submission
+    from vertexdist.jobs.submit import (
+        InProcessEmulator,
+        SubmitRequest,
+        Where,
+        open_submission,
+        serving_emulator,
+    )
     from vertexdist.spec import load_template
 
-    if emulator and detach:
+    if emulator and detach and serving_emulator(emulator_data_dir) is None:
         raise UsageError(
             "--emulator runs only while the command runs",
             hint="drop --detach, or start one: vertexdist emulator start",
@@ -84,9 +95,13 @@ def submit(
             hint="add --emulator, or set trainer.nproc_per_node in the template",
         )
     if managed:
-        _refuse_with_managed(emulator=emulator, dry_run=dry_run, resume_from=resume_from)
+        # A started emulator outlives this command, as a managed job must: its endpoint, as --endpoint's.
+        served = serving_emulator(emulator_data_dir) if emulator else None
+        _refuse_with_managed(emulator=emulator and served is None, dry_run=dry_run, resume_from=resume_from)
         from vertexdist.cli.managed import submit_managed
 
+        if served is not None:
+            endpoint, transport = served.vertex, "rest"
         submit_managed(template, Where(project, location, staging_bucket, endpoint, transport), detach=detach)
         return
     request = SubmitRequest(
@@ -114,7 +129,7 @@ def _refuse_with_managed(*, emulator: bool, dry_run: bool, resume_from: str | No
         raise UsageError(
             "--managed with --emulator: the in-process emulator stops with this command, and a managed job"
             " must outlive its controller",
-            hint="start one (vertexdist emulator start) and pass --endpoint, or drop --managed",
+            hint="start one in another shell (vertexdist emulator start), or drop --managed",
         )
     if dry_run:
         raise UsageError(
@@ -133,10 +148,10 @@ def _submit(session: SubmitSession, *, follow: bool, detach: bool, flags: str) -
     resumed = " (the earlier job's folder, resumed)" if job.resumed else ""
     typer.echo(f"outputs: {job.output_dir}{resumed}", err=True)
     if not session.in_process:  # an in-process emulator's jobs are read once it has stopped: see below
-        for line in submitted_where(name, target):
+        for line in submitted_where(name, target, flags=flags):
             typer.echo(line, err=True)
     if detach:
-        typer.echo(f"follow it: vertexdist status {name}", err=True)
+        typer.echo(f"follow it: vertexdist status {name}{flags}", err=True)
         return
     try:
         final = follow_job(session, name, follow_logs=follow)

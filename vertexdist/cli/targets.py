@@ -64,7 +64,8 @@ Endpoint = Annotated[
     str | None,
     typer.Option(
         "--endpoint",
-        help="Vertex API endpoint, e.g. http://127.0.0.1:PORT for the emulator (VERTEX_API_ENDPOINT).",
+        help="Vertex API endpoint, e.g. http://127.0.0.1:PORT for the emulator (VERTEX_API_ENDPOINT); an"
+        " emulator's brings its Cloud Storage endpoint (STORAGE_EMULATOR_HOST may stay unset).",
     ),
 ]
 Transport = Annotated[

@@ -269,11 +269,15 @@ def build_app(
         ref = _ref(request)
         status = await run_in_threadpool(console.status, ref)
         replicas = await run_in_threadpool(console.replicas, ref)
-        return JSONResponse(_status_data(status.state, status.error, replicas))
+        row = await run_in_threadpool(console.header, ref, status)
+        return JSONResponse({**_status_data(status.state, status.error, replicas), "facts": _facts(row)})
 
     async def metrics_json(request: Request) -> Response:
         ref = _ref(request)
-        series = await run_in_threadpool(console.metrics, ref)
+        try:
+            series = await run_in_threadpool(console.metrics, ref)
+        except Unavailable as exc:  # the page says why there is no chart: never "no scalars"
+            return JSONResponse({"series": [], "problem": exc.message})
         return JSONResponse({"series": [s.to_json() for s in series]})
 
     async def jobs_json(request: Request) -> Response:
@@ -295,6 +299,7 @@ def build_app(
 
             cursor: object | None = None
             last_status: dict[str, Any] | None = None
+            last_facts: dict[str, str] | None = None
             while True:
                 try:
                     page = await run_in_threadpool(console.logs, ref, cursor, query)
@@ -315,17 +320,22 @@ def build_app(
                 try:
                     found = await run_in_threadpool(console.status, ref)
                     replicas = await run_in_threadpool(console.replicas, ref)
+                    facts = _facts(await run_in_threadpool(console.header, ref, found))
                 except (NotFound, Unavailable) as exc:
                     yield _sse("problem", {"message": exc.message})
                     return
                 data = _status_data(found.state, found.error, replicas)
-                if data != last_status:
-                    last_status = data
-                    try:
-                        steps = await run_in_threadpool(console.timeline, ref)
-                    except (NotFound, Unavailable):
-                        steps = []
-                    yield _sse("status", {**data, "timeline": [_step_json(step) for step in steps]})
+                if data != last_status or facts != last_facts:
+                    # The header's times, duration and cost change while it runs; the timeline with the state.
+                    event: dict[str, Any] = {**data, "facts": facts}
+                    if data != last_status:
+                        try:
+                            steps = await run_in_threadpool(console.timeline, ref)
+                        except (NotFound, Unavailable):
+                            steps = []
+                        event["timeline"] = [_step_json(step) for step in steps]
+                    last_status, last_facts = data, facts
+                    yield _sse("status", event)
                 if found.state in TERMINAL_STATES:
                     # One more read: lines written as the job ended.
                     page = await run_in_threadpool(console.logs, ref, cursor, query)
@@ -337,6 +347,10 @@ def build_app(
                     if lines:
                         yield _sse("lines", lines)
                     if not page.more:
+                        # Its end time may be recorded a moment after its state: the header's last word.
+                        facts = _facts(await run_in_threadpool(console.header, ref))
+                        if facts != last_facts:
+                            yield _sse("status", {**data, "facts": facts})
                         yield _sse("end", {"state": found.state})
                         return
                     cursor = page.cursor
@@ -404,6 +418,16 @@ def _status_data(state: str, error: str | None, replicas: Sequence[Any]) -> dict
             {"name": r.name, "state": r.state, "exit_code": r.exit_code, "attempt": r.attempt}
             for r in replicas
         ],
+    }
+
+
+def _facts(row: JobRow) -> dict[str, str]:
+    """The page header's facts as it shows them (job.html's Started, Ended, Duration, Cost so far)."""
+    return {
+        "started": stamp(row.start_time),
+        "ended": stamp(row.end_time),
+        "duration": duration(row.duration_s),
+        "cost": money(row.cost),
     }
 
 

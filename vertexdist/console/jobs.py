@@ -6,6 +6,11 @@ Every job is addressed by a `refs.JobRef`; a ref that names no job raises `NotFo
 a backend that cannot be reached raises `Unavailable` (the page says so; the other source still shows).
 Managed jobs (`submit --managed`): an `AttemptSource` gives a job's attempts (`console.managed` reads them
 from the managed jobs' store); a job labelled as an attempt lists as kind "managed".
+
+An emulator's folder (`emulator_dir`, where `submit --emulator` leaves its jobs) may hold jobs of several
+projects and regions: the list shows every one, and a job's full name comes from the folder. An emulator
+that does not answer is said to be down (`EMULATOR_DOWN`), and a job's metrics that cannot be read say so
+(`STORAGE_UNREACHABLE`), never that the job wrote none.
 """
 
 from __future__ import annotations
@@ -38,10 +43,13 @@ from vertexdist.private_files import make_private_dir
 from vertexdist.wire.timestamps import parse_ns
 
 if TYPE_CHECKING:
+    from vertexdist.backends.config import Target
     from vertexdist.backends.local import LocalBackend
     from vertexdist.backends.local.tuning import LocalTuningBackend
     from vertexdist.backends.vertex import VertexBackend
 
+EMULATOR_DOWN = "emulator not answering; `vertexdist emulator start`"
+STORAGE_UNREACHABLE = "storage unreachable"
 KEEP_ROWS = 100_000  # rows of finished local jobs kept between list pages (see `_kept`)
 KIND_CUSTOM = "custom job"
 KIND_PIPELINE = "pipeline"
@@ -53,6 +61,15 @@ _KIND_OF_COLLECTION = {
     "customJobs": KIND_CUSTOM,
     "hyperparameterTuningJobs": KIND_TUNING,
 }
+
+
+def page_backend(target: Target) -> VertexBackend:
+    """The Vertex (or emulator) backend for the console's reads: a page waits on these calls, so a stopped
+    emulator shows as such at once, not after a minute of retries."""
+    from vertexdist.backends import create_backend
+    from vertexdist.backends.vertex.retry import RetryPolicy
+
+    return create_backend("vertex", target, retry=RetryPolicy(attempts=2, initial_s=0.2, max_s=1.0))
 
 
 class NotFound(VertexdistError):
@@ -154,6 +171,7 @@ class Console:
         *,
         cache_dir: Path,
         clock: Callable[[], float] = time.time,
+        emulator_dir: Path | None = None,
     ) -> None:
         from vertexdist.backends import create_backend
         from vertexdist.backends.local import LocalOptions
@@ -162,6 +180,8 @@ class Console:
         self.local = create_backend("local", LocalOptions(runs_dir=self.runs_dir))
         self.local_tuning: LocalTuningBackend = self.local.tuning
         self.remote = remote
+        self.emulator_dir = emulator_dir  # the remote is the emulator serving this folder
+        self._listers: dict[str, VertexBackend] = {}  # a folder's projects/P/locations/L -> its backend
         # What it caches (a job's TensorBoard files) is the user's alone, as the run folders are.
         self.cache_dir = make_private_dir(Path(cache_dir))
         self.clock = clock
@@ -183,6 +203,8 @@ class Console:
         if self.remote is None:
             return ""
         target = self.remote.target
+        if self.emulator_dir is not None:
+            return f"emulator {self.emulator_dir} at {target.api_endpoint}"
         return f"{self.remote_where} {target.parent}" + (
             f" at {target.api_endpoint}" if target.is_emulator else ""
         )
@@ -190,7 +212,44 @@ class Console:
     def _remote_name(self, ref: JobRef) -> str:
         if self.remote is None:
             raise NotFound(f"no Vertex target: {ref.path} is not shown here")
+        if self.emulator_dir is not None:
+            from vertexdist.jobs.emulator_jobs import job_resource_name
+
+            collection, _, ident = ref.job.partition("/")
+            found = job_resource_name(self.emulator_dir, collection, ident)
+            if found is not None:
+                return found
         return f"{self.remote.target.parent}/{ref.job}"
+
+    def _listed(self) -> list[VertexBackend]:
+        """The backends whose jobs the list shows: the remote's project, and with an emulator's folder, every
+        project and region it holds jobs of."""
+        if self.remote is None:
+            return []
+        if self.emulator_dir is None:
+            return [self.remote]
+        from vertexdist.jobs.emulator_jobs import job_parents
+
+        found = [self.remote]
+        for parent in job_parents(self.emulator_dir):
+            if parent == self.remote.target.parent:
+                continue
+            if parent not in self._listers:
+                _, project, _, location = parent.split("/")
+                target = dataclasses.replace(self.remote.target, project=project, location=location)
+                self._listers[parent] = page_backend(target)
+            found.append(self._listers[parent])
+        return found
+
+    def problem(self, exc: VertexdistError) -> str:
+        """What a page says of a failed call: an emulator that does not answer is said to be down."""
+        from vertexdist.backends.errors import is_unreachable
+
+        cause = exc.__cause__
+        target = self.remote.target if self.remote is not None else None
+        if target is not None and target.is_emulator and cause is not None and is_unreachable(cause):
+            return EMULATOR_DOWN
+        return exc.message
 
     # --- the list ---------------------------------------------------------------------------------
     def rows(self) -> tuple[list[JobRow], list[str]]:
@@ -210,12 +269,12 @@ class Console:
                 rows.append(self._kept(name, self.local_tuning.version(name), make))
             except VertexdistError:
                 continue
-        if self.remote is not None:
+        for remote in self._listed():
             try:
-                found = self.remote.list(limit=500)
+                found = remote.list(limit=500)
             except VertexdistError as exc:
-                problems.append(f"{self.remote_label}: {exc.message}")
-                found = []
+                problems.append(f"{self.remote_label}: {self.problem(exc)}")
+                break  # one emulator or Vertex: the other projects' calls would fail the same way
             # What the backend could not read (JobList.problems): one line each, the rest still listed.
             problems += [f"{self.remote_label}: {line}" for line in getattr(found, "problems", ())]
             for status in found:
@@ -289,7 +348,8 @@ class Console:
         except ApiCallError as exc:
             if exc.status == 404:
                 raise NotFound(exc.message) from None
-            raise Unavailable(exc.message, exc.hint) from None
+            problem = self.problem(exc)
+            raise Unavailable(problem, None if problem == EMULATOR_DOWN else exc.hint) from None
         except VertexdistError as exc:
             raise Unavailable(exc.message, exc.hint) from None
 
@@ -338,28 +398,42 @@ class Console:
             return self._call(lambda: backend.timeline(name))
         return self._call(lambda: self._remote().timeline(self._remote_name(ref)))
 
+    def _header_row(self, ref: JobRef, status: JobStatus, tuning: TuningStatus | None, now: float) -> JobRow:
+        if ref.source != "local":
+            return self._remote_row(ref, status, now)
+        if tuning is not None:
+            return self._tuning_row(ref, tuning, now)
+        row = self._local_row(ref, status, now)
+        if ref.trial is not None:
+            parent = self._call(lambda: self.local_tuning.describe(ref.job))
+            cost = job_cost(status.spec or parent.spec, parent.location, row.duration_s)
+            row = self._row(ref, status, "trial", "local", cost)
+        return row
+
+    def header(self, ref: JobRef, status: JobStatus | None = None) -> JobRow:
+        """The facts of a job's page header now (times, duration, cost so far), from `status` when given:
+        what the page updates while the job runs."""
+        tuning = self.tuning(ref)
+        if tuning is not None:
+            status = tuning.status
+        elif status is None:
+            status = self.status(ref)
+        return self._header_row(ref, status, tuning, self.clock())
+
     def page(self, ref: JobRef) -> JobPage:
         now = self.clock()
         tuning = self.tuning(ref)
         status = tuning.status if tuning is not None else self.status(ref)
-        if ref.source == "local":
-            if tuning is not None:
-                row = self._tuning_row(ref, tuning, now)
-                timeline: list[StateChange] = tuning.timeline()
-            else:
-                backend, name = self._local_job(ref)
-                row = self._local_row(ref, status, now)
-                if ref.trial is not None:
-                    parent = self._call(lambda: self.local_tuning.describe(ref.job))
-                    cost = job_cost(status.spec or parent.spec, parent.location, row.duration_s)
-                    row = self._row(ref, status, "trial", "local", cost)
-                timeline = self._call(lambda: backend.timeline(name))
+        row = self._header_row(ref, status, tuning, now)
+        timeline: list[StateChange]
+        if tuning is not None:
+            timeline = tuning.timeline()
+        elif ref.source == "local":
+            backend, name = self._local_job(ref)
+            timeline = self._call(lambda: backend.timeline(name))
         else:
             name = self._remote_name(ref)
-            row = self._remote_row(ref, status, now)
-            timeline = (
-                tuning.timeline() if tuning is not None else self._call(lambda: self._remote().timeline(name))
-            )
+            timeline = self._call(lambda: self._remote().timeline(name))
         attempts = None
         for source in self.attempt_sources:
             attempts = source.attempts(ref, status)
@@ -441,8 +515,11 @@ class Console:
             source = self._call(source_of)
             cache = self.cache_dir / "tensorboard" / ref.path.replace("/", "_")
             folder = self._call(lambda: tensorboard_folder(source, cache))
-        except (NoOutputs, Unavailable):
+        except NoOutputs:
             folder = None
+        except Unavailable as exc:
+            # Not "no scalars": they could not be read.
+            raise Unavailable(f"{STORAGE_UNREACHABLE}: {exc.message}", exc.hint) from None
         if folder is not None:
             series += self.scalar_readers.scalars(folder, self._attempt_windows(ref))
         if ref.source == "local" and ref.trial is not None:

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from vertexdist.emulator import logging_api, tuning_api
 from vertexdist.emulator.experiments_api import ExperimentsApi
 from vertexdist.emulator.faults import Fault, FaultPlan
+from vertexdist.emulator.folder import ENDPOINTS_PATH
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
 from vertexdist.emulator.log_entries import JobEntries
 from vertexdist.emulator.paging import list_page
@@ -234,6 +235,12 @@ class _Handler(GuardedHandler):  # the guard (Host, Origin, JSON writes, owner) 
         )
 
     def _extension(self, verb: str, path: str, query: dict[str, str]) -> None:
+        if path == ENDPOINTS_PATH and verb == "GET":
+            # Where this emulator's Cloud Storage is: a client given only the Vertex endpoint asks here.
+            self._send(
+                HTTPStatus.OK, {"vertex": self.server.endpoint, "storage": self.server.storage_endpoint}
+            )
+            return
         if path == "/vertexdist/v1/faults" and verb == "POST":
             try:
                 fault = Fault.from_body(self._body())
@@ -273,5 +280,6 @@ class VertexHTTPServer(LoopbackServer):
         self.tuning = tuning
         self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
         self.experiments = ExperimentsApi(None)  # metadata and TensorBoard (emulator/experiments_api.py)
+        self.storage_endpoint: str | None = None  # its Cloud Storage's, answered at ENDPOINTS_PATH
         self.faults = FaultPlan()
         self.verbose = verbose

@@ -201,6 +201,7 @@ class Emulator:
     def start(self) -> Emulator:
         try:
             self.storage.start()
+            self.http.storage_endpoint = self.storage.endpoint  # what it answers to folder.ENDPOINTS_PATH
             if self._local_runner is not None:
                 # Code in a job that uses google-cloud-storage reaches this emulator's, as on Vertex GCS.
                 self._local_runner.replica_env["STORAGE_EMULATOR_HOST"] = self.storage.endpoint

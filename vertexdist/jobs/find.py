@@ -48,7 +48,9 @@ def project_backend(
         transport=transport,
         no_project_hint=no_project_hint or NO_PROJECT_HINT,
     )
-    return vertex_backend(target)
+    from vertexdist.jobs.emulator_storage import with_emulator_storage
+
+    return vertex_backend(with_emulator_storage(target))
 
 
 def job_backend(

@@ -10,8 +10,9 @@ a recovery controller or a web console can make too; the CLI adds flags and prin
 The request sent is exactly what `dryrun()` gives, with one field filled in when the job is created: its own
 output folder (`<job-folder>` in the dry run) becomes a fresh UTC-time-and-random folder (`Submitted.
 output_dir`), unless `resume_from` names an earlier job whose folder it continues. With `emulator` set the
-session runs a local Vertex + Cloud Storage in this process for the length of the `with` (and points the
-target at it: nothing is written to the environment).
+job goes to the emulator serving its folder (`vertexdist emulator start`), else the session runs a local
+Vertex + Cloud Storage in this process for the length of the `with` (and points the target at it: nothing
+is written to the environment).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ from vertexdist.wire.gcs_uri import is_gs_uri
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
     from vertexdist.backends.vertex import Submission, VertexBackend
+    from vertexdist.emulator.folder import Endpoints
     from vertexdist.spec.models import JobTemplate
 
 DUPLICATE_WINDOW_S = 600.0
@@ -123,8 +125,11 @@ class SubmitSession:
         resume_from: str | None,
         in_process: bool,
     ) -> None:
+        from vertexdist.jobs.emulator_storage import with_emulator_storage
+
         self.template = template
-        self.target = target
+        # An emulator's endpoint brings its Cloud Storage's (for the package upload): jobs.emulator_storage.
+        self.target = target = with_emulator_storage(target)
         self.backend: VertexBackend = vertex_backend(target)
         self.resume_from = resume_from  # the earlier job's output folder (gs://)
         self.in_process = in_process  # the emulator runs in this process, and stops with the session
@@ -152,7 +157,10 @@ class SubmitSession:
     def submit(self) -> Submitted:
         """Build the image (if any), check for the same request sent moments ago, upload the package and
         create the job."""
+        from vertexdist.jobs.emulator_storage import require_storage
+
         backend, hooks = self.backend, self._hooks
+        require_storage(self.target)
         if self._request.check_resource:
             self._check_resource()
         submission = backend.dryrun(self.template, self._options(dry_run=False))
@@ -229,6 +237,13 @@ class SubmitSession:
         self._hooks.notice(f"Ctrl-C: job cancelled ({state}) before the emulator stopped: {name}")
 
 
+def serving_emulator(data_dir: Path) -> Endpoints | None:
+    """The endpoints of the emulator serving `data_dir` now (`vertexdist emulator start`), or None."""
+    from vertexdist.emulator.folder import serving
+
+    return serving(data_dir)
+
+
 def _emulator_endpoint(where: Where, env: Mapping[str, str]) -> bool:
     endpoint = where.endpoint or env.get("VERTEX_API_ENDPOINT") or ""
     return endpoint.strip().startswith("http://")
@@ -292,6 +307,13 @@ def open_submission(
     template = request.template
     where = request.where
     emulator = request.emulator
+    served = serving_emulator(emulator.data_dir) if emulator is not None else None
+    if served is not None and emulator is not None and emulator.procs_per_replica is not None:
+        raise UsageError(
+            f"--procs-per-replica {emulator.procs_per_replica}: the emulator serving {emulator.data_dir}"
+            " runs its jobs with its own setting",
+            hint="drop --procs-per-replica, or restart it: vertexdist emulator start --procs-per-replica N",
+        )
     if emulator is not None:
         from vertexdist.backends.local.prepare import check_procs_per_replica
 
@@ -303,7 +325,12 @@ def open_submission(
     resume = request.resume_from
     needs_emulator = not dry_run or (resume is not None and not is_gs_uri(resume))
     with ExitStack() as stack:
-        if emulator is not None and needs_emulator:
+        if emulator is not None and served is not None:
+            # `vertexdist emulator start` serves the folder: the job goes to it, as the job commands' do.
+            where = replace(where, endpoint=served.vertex, transport="rest")
+            env = {**env, "STORAGE_EMULATOR_HOST": served.storage}
+            hooks.notice(f"emulator: the one serving {emulator.data_dir}, at {served.vertex}")
+        elif emulator is not None and needs_emulator:
             from vertexdist.emulator import Emulator
 
             emu = stack.enter_context(
@@ -312,13 +339,7 @@ def open_submission(
                     procs_per_replica=emulator.procs_per_replica,
                 )
             )
-            where = Where(
-                project=where.project,
-                location=where.location,
-                staging_bucket=where.staging_bucket,
-                endpoint=emu.vertex_endpoint,
-                transport="rest",
-            )
+            where = replace(where, endpoint=emu.vertex_endpoint, transport="rest")
             env = {**env, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
             hooks.notice(f"emulator: {emu.vertex_endpoint} (storage {emu.storage_endpoint})")
             hooks.notice(f"emulator: jobs, logs and outputs (gs:// paths) under {emu.data_dir}")
@@ -338,5 +359,5 @@ def open_submission(
             request=request,
             hooks=hooks,
             resume_from=resumed,
-            in_process=emulator is not None,
+            in_process=emulator is not None and served is None,
         )

@@ -30,6 +30,11 @@
       error.hidden = !data.error;
     }
     job.dataset.done = data.done ? "true" : "false";
+    // The header's facts as the server words them: Started, Ended, Duration and cost move while it runs.
+    for (const [key, value] of Object.entries(data.facts || {})) {
+      const fact = document.getElementById("job-" + key);
+      if (fact) fact.textContent = value;
+    }
     showTimeline(data.timeline);
     const table = document.getElementById("replicas");
     if (!table) return;
@@ -151,7 +156,10 @@
     }
     const empty = document.getElementById("metrics-empty");
     if (byTag.size && empty) empty.remove();
-    if (!byTag.size && empty) {
+    if (!byTag.size && empty && data.problem) {
+      // Not read is not "none written": say why (the emulator's storage unreachable, ...).
+      empty.textContent = "Metrics could not be read: " + data.problem;
+    } else if (!byTag.size && empty) {
       empty.textContent = "No metrics: the job wrote no TensorBoard scalars to AIP_TENSORBOARD_LOG_DIR" +
         (job.dataset.tuning === "true" ? " and its trials reported no measurements yet." : ".");
     }
