@@ -54,7 +54,12 @@ def remote_backend(
     if not (endpoint or os.environ.get("VERTEX_API_ENDPOINT") or project):
         return None
     target = resolve_target(
-        env=os.environ, project=project, location=location, api_endpoint=endpoint, transport=transport
+        env=os.environ,
+        project=project,
+        location=location,
+        api_endpoint=endpoint,
+        transport=transport,
+        no_project_hint="pass --project PROJECT (the project whose jobs to show) or set GOOGLE_CLOUD_PROJECT",
     )
     # A page waits on these calls: a stopped emulator shows as such at once, not after a minute of retries.
     retry = RetryPolicy(attempts=2, initial_s=0.2, max_s=1.0)
