@@ -313,9 +313,9 @@ def _fork_worker(env: dict[str, str]) -> int:
 
         traceback.print_exc()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        from trainer_pkg.process_exit import exit_now
+
+        exit_now(code)  # threads joined, atexit handlers run, stdio flushed; never the parent's code
 
 
 def start_method_from_env(env: Mapping[str, str]) -> StartMethod:

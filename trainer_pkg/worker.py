@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -33,6 +33,7 @@ from trainer_pkg.data import Dataset, EpochShard, feature_scaling, load_dataset,
 from trainer_pkg.errors import TrainerError, is_lost_peer
 from trainer_pkg.hypertune import MetricReporter
 from trainer_pkg.model import build_model
+from trainer_pkg.process_exit import exit_now
 from trainer_pkg.resume_lines import STOPPED
 from trainer_pkg.scalars import Scalars
 from trainer_pkg.strategies import Strategy, build_strategy
@@ -527,17 +528,10 @@ def _record_error(place: WorkerPlace | None, env: Mapping[str, str], reason: str
 _KEEP_UNTIL_EXIT: list[Worker] = []
 
 
-def exit_now(code: int) -> NoReturn:
-    """End the process without running destructors or atexit hooks (see _KEEP_UNTIL_EXIT)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 def run_worker(config: TrainConfig, env: Mapping[str, str]) -> int:
     """Train as the rank `env` describes; the exit status for the process (0, 1, or EXIT_STOPPED).
 
-    End the process with exit_now() afterwards, not by returning to the interpreter.
+    End the process with exit_now() afterwards (trainer_pkg.process_exit), not by returning to Python.
     """
     place: WorkerPlace | None = None
     try:

@@ -176,3 +176,22 @@ def test_a_template_on_a_persistent_resource_shows_what_the_resource_costs_idle(
         vertexdist("estimate", "job_templates/a2-ultragpu-8g-rs.yaml", "--format", "json").stdout
     )
     assert plain["persistent_resource"] is None
+
+
+def test_no_advice_heading_over_nothing() -> None:
+    """cpu-small has no --params and nothing to advise: the table ends with the prices line, no "Advice"."""
+    result = vertexdist("estimate", "job_templates/cpu-small.yaml")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "Advice" not in lines, result.stdout
+    assert lines[-1].startswith("prices:")
+
+
+def test_cli_files_stay_thin() -> None:
+    """Each CLI module is at most 300 lines (views live beside them, e.g. estimate_view)."""
+    long = {
+        path.name: n
+        for path in (REPO_ROOT / "vertexdist" / "cli").glob("*.py")
+        if (n := len(path.read_text().splitlines())) > 300
+    }
+    assert not long, long

@@ -26,9 +26,10 @@ TRANSPORTS: tuple[Transport, ...] = ("grpc", "rest")
 _NAME = re.compile(
     r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/(?P<collection>trainingPipelines|customJobs|hyperparameterTuningJobs)/(?P<id>[^/]+)$"
 )
+# Printed by more than one command (submit, managed resume, ...): an option it names goes with its command.
 NO_PROJECT_HINT = (
-    "pass --project PROJECT, set GOOGLE_CLOUD_PROJECT, put `project:` in the template,"
-    " or try it offline with --emulator"
+    "set GOOGLE_CLOUD_PROJECT or put `project:` in the template (`vertexdist submit --project PROJECT` names"
+    " one too; `vertexdist submit --emulator` needs none)"
 )
 
 

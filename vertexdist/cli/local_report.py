@@ -63,6 +63,7 @@ def summary_lines(
     ]
     if outputs:
         lines.append(f"outputs: {outputs}")
+    lines.extend(uri_as_path_lines(run_dir))
     restarted = [f"{r.name} ({r.restarts})" for r in result.replicas if r.restarts]
     if restarted:  # Vertex's restart rules restarted these on their own (docs/reference/vertex.md §8.1)
         lines.append(f"replicas restarted: {', '.join(restarted)}")
@@ -78,4 +79,20 @@ def summary_lines(
         also = [r.name for r in result.replicas if r.state is ReplicaState.FAILED and r is not failed]
         if also:
             lines.append(f"failed after it: {', '.join(also)}")
+    return lines
+
+
+def uri_as_path_lines(run_dir: Path) -> list[str]:
+    """A warning for each replica that wrote into a folder named `gs:` in its working folder: a script that
+    took AIP_MODEL_DIR (a gs:// URI) for a path. Its files are there, not in the job's outputs."""
+    lines = []
+    for written in sorted(run_dir.glob("replicas/*/gs:")):
+        if not written.is_dir():
+            continue
+        buckets = sorted(p.name for p in written.iterdir() if p.is_dir())
+        example = f" (here /gcs/{buckets[0]}/...)" if buckets else ""
+        lines.append(
+            f"warning: the script wrote into {written}, a folder named `gs:`: it used a gs:// URI as a path."
+            f" AIP_MODEL_DIR is a gs:// URI; write under /gcs/... (`/gcs/` + the rest){example}"
+        )
     return lines

@@ -16,17 +16,23 @@ import typer
 from vertexdist import __version__
 from vertexdist.errors import VertexdistError
 
-app = typer.Typer(
-    name="vertexdist",
-    help=(
+_APP_SETTINGS: dict[str, object] = {
+    "name": "vertexdist",
+    "help": (
         "One YAML template to a distributed PyTorch (DDP) job on Vertex AI,"
         " and the same job on your machine first."
     ),
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+    "no_args_is_help": True,
+    "add_completion": True,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+}
+app = typer.Typer(**_APP_SETTINGS)  # type: ignore[arg-type]
+# Commands whose own module is all `vertexdist CMD ...` needs: run first on the command line, only that module
+# is imported and only its command built. Registering them all imports every command module (the backends
+# among them) and typer converts every command's signature on each call: most of a cold `vertexdist
+# validate`, which runs in pre-commit hooks and CI.
+ALONE = {"validate": "vertexdist.cli.validate"}
 
 _state = {"debug": False}
 
@@ -85,17 +91,34 @@ def _report(error: VertexdistError) -> None:
         print(f"hint: {error.hint}", file=sys.stderr)
 
 
+def _app_for(args: list[str]) -> typer.Typer:
+    """The app that runs `args`: one holding only the command they name first when it is in ALONE (with
+    the root's options), else every command."""
+    if not args or args[0] not in ALONE:
+        _register()
+        return app
+    import importlib
+
+    from vertexdist.cli import help_format
+
+    alone = typer.Typer(**_APP_SETTINGS)  # type: ignore[arg-type]
+    alone.callback()(_root)
+    importlib.import_module(ALONE[args[0]]).register(alone)
+    help_format.use_for(alone)
+    return alone
+
+
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry: run the app, turn library errors into messages and exit codes.
 
     typer (standalone mode) handles usage errors (exit 2) and `typer.Exit`; everything else that
     escapes a command lands here.
     """
-    _register()
     args = sys.argv[1:] if argv is None else argv
+    application = _app_for(args)
     _state["debug"] = "--debug" in args
     try:
-        app(args=args, prog_name="vertexdist")
+        application(args=args, prog_name="vertexdist")
     except VertexdistError as exc:
         if _state["debug"]:
             raise

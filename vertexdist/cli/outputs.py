@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from vertexdist.cli.jobs import AnyJobRef, place
-from vertexdist.cli.outputs_view import show_download
+from vertexdist.cli.outputs_view import empty_outputs_line, show_download
 from vertexdist.cli.targets import (
     EMULATOR_DATA_DIR,
     AsJson,
@@ -51,6 +51,7 @@ def outputs(
         if download is not None:
             show_download(source, files, download, as_json=as_json)
             return
+        status = None if files or as_json else backend.describe(name)
     if as_json:
         listed = [{"path": f.path, "size": f.size, "md5Hash": f.md5, "crc32c": f.crc32c} for f in files]
         typer.echo(json.dumps({"uri": f"{source.uri}/", "files": listed}, indent=2))
@@ -61,7 +62,7 @@ def outputs(
     for f in files:
         typer.echo(f"  {f.path:<{width}}  {human_size(f.size):>10}")
     if not files:
-        typer.echo("  (nothing yet: the job writes its model to <output folder>/model)", err=True)
+        typer.echo(f"  {empty_outputs_line(status)}", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,8 +13,19 @@ import typer
 from vertexdist.sizes import human_size
 
 if TYPE_CHECKING:
+    from vertexdist.backends.base import JobStatus
     from vertexdist.backends.download import DownloadReport
     from vertexdist.backends.outputs import OutputFile, OutputSource
+
+
+def empty_outputs_line(status: JobStatus | None) -> str:
+    """What an empty output folder means: nothing yet while the job runs, nothing at all once it ended."""
+    if status is None or not status.done:
+        return "(nothing yet: the job writes its model to <output folder>/model)"
+    return (
+        f"(none: the job ended {status.state} without writing any. A script writes its model under"
+        " AIP_MODEL_DIR, a gs:// URI: as a path, /gcs/ + the rest)"
+    )
 
 
 def show_download(source: OutputSource, files: list[OutputFile], dest: Path, *, as_json: bool) -> None:

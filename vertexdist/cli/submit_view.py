@@ -120,8 +120,11 @@ def submitted_where(name: str, target: Target, *, flags: str = "", done: bool = 
     state, and its console page on Vertex; `flags` (` --emulator`) bring each back to where the job is."""
     from vertexdist.backends.vertex.status import console_url
 
+    # Right after submit it continues the `outputs: gs://...` line above it; once the job has ended (after
+    # --follow) it stands alone, so it says what it is, as the others do.
+    fetch = f"vertexdist outputs {name}{flags} --download DIR"
     lines = [
-        f"  vertexdist outputs {name}{flags} --download DIR",
+        f"outputs: {fetch}" if done else f"  {fetch}",
         f"logs: vertexdist logs {name}{flags}" + ("" if done else " --follow"),
     ]
     if "/hyperparameterTuningJobs/" in name:

@@ -77,6 +77,7 @@ def remote_backend(
         api_endpoint=endpoint,
         transport=transport,
         default_project=LOCAL_PROJECT if named and named.strip().startswith("http://") else None,
+        no_project_hint="pass --project PROJECT (the project whose jobs to show) or set GOOGLE_CLOUD_PROJECT",
     )
     return page_backend(with_emulator_storage(target))
 

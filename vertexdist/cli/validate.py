@@ -160,7 +160,7 @@ def validate(
                 print(f"{file}: ... and {len(in_file) - SHOWN_PER_FILE} more problems")
         if found.skipped:
             print(_skipped_line(found.skipped), file=sys.stderr)
-        print(_summary(len(files), problems), file=sys.stderr)
+        print(_summary(len(files), problems))  # stdout: `2>/dev/null` keeps it
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(1)
 

@@ -20,7 +20,10 @@ from vertexdist.jobs.where import JobPlace, reach
 if TYPE_CHECKING:
     from vertexdist.backends.vertex.pools import PersistentResources
 
-NO_PROJECT_HINT = "pass --project PROJECT or set GOOGLE_CLOUD_PROJECT (or name a template with --from)"
+NO_PROJECT_HINT = (
+    "pass --project PROJECT or set GOOGLE_CLOUD_PROJECT"
+    " (`vertexdist pool create ID --from TEMPLATE` takes the template's)"
+)
 
 
 def _unnamed_project(place: JobPlace, env: Mapping[str, str]) -> bool:

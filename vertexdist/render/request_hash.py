@@ -4,7 +4,6 @@ submit of the very same request (a label filter) before it creates a duplicate. 
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from typing import Any
@@ -17,9 +16,12 @@ REQUEST_RESOURCES = ("trainingPipeline", "hyperparameterTuningJob")
 def request_hash(request: dict[str, Any]) -> str:
     """A label-safe hash (lowercase hex, 16 chars) of a request, ignoring its own hash label; taken of the
     rendered request, before its job folder is filled in."""
-    body = copy.deepcopy(request)
-    for resource in (body.get(key) for key in REQUEST_RESOURCES):
-        if isinstance(resource, dict):
-            resource.get("labels", {}).pop(REQUEST_HASH_LABEL, None)
+    # Copied only along the way to the labels (not deeply: `validate` renders every template it checks).
+    body = dict(request)
+    for key in REQUEST_RESOURCES:
+        resource = body.get(key)
+        if isinstance(resource, dict) and isinstance(resource.get("labels"), dict):
+            labels = {k: v for k, v in resource["labels"].items() if k != REQUEST_HASH_LABEL}
+            body[key] = {**resource, "labels": labels}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]

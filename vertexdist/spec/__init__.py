@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from vertexdist.spec.findings import Finding
-from vertexdist.spec.loader import check_paths, inspect_file, load_template, template_files
-from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
-from vertexdist.spec.rules import check_template
+from vertexdist.spec._pydantic_plugins import without_plugins
+
+with without_plugins():  # every spec module is first imported through here: its models are built now
+    from vertexdist.spec.findings import Finding
+    from vertexdist.spec.loader import check_paths, inspect_file, load_template, template_files
+    from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
+    from vertexdist.spec.rules import check_template
 
 __all__ = [
     "BuildSpec",

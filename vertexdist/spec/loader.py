@@ -240,6 +240,27 @@ def _unreadable(path: Path, exc: OSError) -> str:
     return broken_link(path) or f"cannot read the file: {exc.strerror}"
 
 
+_Parsed = tuple[dict[str, Any], SourceMap]
+# A folder walk parses each YAML file to tell templates from other YAML (`looks_like_a_template`); the parse
+# waits here for `inspect_file`, which reads the file again and takes it when the text is the same, so a
+# folder's templates are parsed once (half of `validate FOLDER`'s time went to a second parse).
+_WALK_PARSES: dict[Path, tuple[str, _Parsed | YamlSourceError]] = {}
+
+
+def _parse(text: str) -> _Parsed:
+    return load_yaml_mapping(text, max_values=limits.YAML_VALUES, max_depth=limits.YAML_DEPTH)
+
+
+def _parse_once(path: Path, text: str) -> _Parsed:
+    """`_parse(text)`, taken from the folder walk's parse of `path` when that was of this same text."""
+    kept = _WALK_PARSES.pop(path, None)
+    if kept is None or kept[0] != text:
+        return _parse(text)
+    if isinstance(kept[1], YamlSourceError):
+        raise kept[1]
+    return kept[1]
+
+
 def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
     """Load one template and return it (None if it has errors) with every error and warning found."""
     file = str(path)
@@ -252,7 +273,7 @@ def inspect_file(path: str | Path) -> tuple[JobTemplate | None, list[Problem]]:
     except OSError as exc:
         return None, [Problem(file, 1, 1, "", _unreadable(Path(path), exc), None)]
     try:
-        data, source = load_yaml_mapping(text, max_values=limits.YAML_VALUES, max_depth=limits.YAML_DEPTH)
+        data, source = _parse_once(Path(path), text)
     except YamlSourceError as exc:
         return None, [Problem(file, exc.position.line, exc.position.col, exc.path, exc.message, exc.hint)]
     if any(not isinstance(key, str) for key in data):
@@ -355,13 +376,16 @@ def looks_like_a_template(path: Path) -> bool:
     if TEMPLATE_FOLDER in path.parts[:-1]:
         return True
     try:
-        data, _source = load_yaml_mapping(
-            _read_template(path), max_values=limits.YAML_VALUES, max_depth=limits.YAML_DEPTH
-        )
-    except YamlSourceError as exc:
-        return "top level must be a mapping" not in exc.message
+        text = _read_template(path)
     except (OSError, UnicodeDecodeError, _TooLarge):
         return True
+    try:
+        parsed = _parse(text)
+    except YamlSourceError as exc:
+        _WALK_PARSES[path] = (text, exc)
+        return "top level must be a mapping" not in exc.message
+    _WALK_PARSES[path] = (text, parsed)
+    data = parsed[0]
     fields = JobTemplate.model_fields
     return sum(key in fields for key in data) >= _TEMPLATE_KEY_SHARE * len(data)
 
@@ -382,6 +406,7 @@ def find_templates(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> Fo
     templates (`looks_like_a_template`); a missing path is a usage error."""
     files: list[Path] = []
     skipped: list[Path] = []
+    _WALK_PARSES.clear()  # an earlier walk's parses that no inspect_file took
     for raw in paths:
         path = Path(raw)
         if path.is_dir():

@@ -2,10 +2,11 @@
 
 The last line names the replica, the local (and global) rank that failed first and how it ended, so that
 the last lines of a replica's log (all a job summary shows) say which process broke. When that rank died of
-SIGABRT, a hint just before it says what that usually is and how a script avoids it: gloo/c10d abort the
-process (`terminate called without an active exception`) when a process group is torn down, or the
-interpreter exits, while a peer or the group's own threads are still communicating
-(docs/launchers/torchrun.md, "Ending a script safely").
+SIGABRT, a hint just before it says what that usually is: torch's native code aborting the process
+(`terminate called without an active exception`) because a process group was torn down, or the process ended,
+while a collective or the group's own threads were still at work. It does not promise that a barrier prevents
+it: the commonest case, gloo's threads at interpreter shutdown, no barrier can prevent, and the launcher's
+worker already avoids it by ending with `os._exit` (docs/launchers/torchrun.md, "Ending a script safely").
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ def describe_exit(code: int) -> str:
 # directly), or a shell's 128 + 6 when something in between ran it.
 SIGABRT_EXITS = (-int(signal.SIGABRT), 128 + int(signal.SIGABRT))
 ABORT_HINT = (
-    "SIGABRT at the end of a script usually means a process group was torn down (or the process exited) "
-    "while a peer was still communicating; end the script with dist.barrier() then "
-    "dist.destroy_process_group() (vertexdist docs: launchers/torchrun.md, Ending a script safely)"
+    "SIGABRT usually comes from torch's native code: a process group torn down (or its process ending) "
+    "while a collective or the group's own threads were still at work. The launcher's worker ends without "
+    "interpreter shutdown, where gloo's threads abort most often, so look above for what the rank was doing; "
+    "a rank that tears its group down while a peer is mid-collective needs dist.barrier() first "
+    "(vertexdist docs: launchers/torchrun.md, Ending a script safely)"
 )
 
 

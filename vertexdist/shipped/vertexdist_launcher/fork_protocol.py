@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 _HEADER = struct.Struct("!I")
 _CHUNK = 1 << 16
@@ -75,7 +75,8 @@ def report_uncaught(exc: BaseException, own_files: Collection[str] = ()) -> None
 def run_as_python(main: Callable[[], object], own_files: Collection[str] = ()) -> int:
     """Run a forked child's program `main` and end it as the interpreter would end: the exit status Python
     gives (SystemExit, -SIGINT for KeyboardInterrupt, 1 for anything else, printed first), non-daemon threads
-    joined, atexit handlers run, stdout and stderr flushed. The caller ends the process with that code."""
+    joined, atexit handlers run, stdout and stderr flushed. The caller ends the process with that code
+    (`end_process`), not by returning into interpreter shutdown."""
     own = {__file__, *own_files}
     try:
         main()
@@ -103,13 +104,24 @@ def status_code(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
-def end_forked_child(code: int) -> None:
-    """End a forked child as `code` says, without the parent's atexit handlers: a negative code is death by
-    that signal (its default action), as a new interpreter killed by it would end."""
+def end_process(code: int) -> NoReturn:
+    """End this process now as `code` (what `run_as_python` returned) says, skipping the interpreter's own
+    shutdown: a negative code is death by that signal (its default action), as Python killed by it ends.
+
+    Interpreter shutdown (`Py_FinalizeEx`) is where a script that succeeded could still crash: a gloo thread
+    that frees an all-reduce started inside backward needs the GIL, Python 3.11 ends a thread asking for it
+    during shutdown with `pthread_exit`, and that unwind through a `noexcept` destructor is `std::terminate`
+    (SIGABRT, "terminate called without an active exception"). `run_as_python` has already done the parts of
+    an exit anyone can see; the rest is freeing memory the kernel frees anyway."""
     if code < 0:
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     os._exit(code)
+
+
+def end_forked_child(code: int) -> NoReturn:
+    """End a forked child as `code` says (`end_process`), without the parent's atexit handlers."""
+    end_process(code)
 
 
 class ForkedProcess:

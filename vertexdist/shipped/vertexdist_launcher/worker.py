@@ -5,6 +5,11 @@ It ties the process to the launcher first, then runs the user's code exactly as 
 stops a worker whose torchrun was SIGKILLed (a local run's grace period running out, the OOM killer).
 An exception that ends the user's code goes into torchrun's error file for this rank (what torch's
 `@record` writes), so the failure summary shows it without the user decorating anything.
+
+Once the user's code ends, the worker ends as `python` would look from outside (the exit status Python gives,
+non-daemon threads joined, atexit handlers run, stdout and stderr flushed), then leaves with `os._exit`
+rather than through interpreter shutdown, where torch's gloo threads can abort a script that succeeded
+(`fork_protocol.end_process`; docs/launchers/torchrun.md, "Ending a script safely").
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ import sys
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from typing import NoReturn
 
+from .fork_protocol import end_process, run_as_python
 from .options import LauncherUsageError, Target, parse_target
 
 PARENT_VARIABLE = "VERTEXDIST_LAUNCHER_PID"
@@ -83,5 +90,10 @@ def main(argv: Sequence[str]) -> None:
         raise
 
 
+def run_and_exit(argv: Sequence[str]) -> NoReturn:
+    """`main(argv)` as `python -m vertexdist_launcher.worker ARGS` runs it, ended by `end_process`."""
+    end_process(run_as_python(lambda: main(argv), own_files={__file__}))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_and_exit(sys.argv[1:])
