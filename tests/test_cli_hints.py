@@ -130,10 +130,10 @@ def _hint(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     ("command", "args"),
     [
         ("pool list", []),
-        ("pool list", ["--emulator"]),
         ("pool describe", ["warm-1"]),
         ("pool delete", ["warm-1"]),
-        ("ui", ["--endpoint", "http://127.0.0.1:9", "--port", "0"]),
+        # An emulator's http:// endpoint needs no project (it lists every project it holds); Vertex's does.
+        ("ui", ["--endpoint", "https://us-central1-aiplatform.googleapis.com", "--port", "0"]),
         ("managed resume", ["m-1"]),
         ("submit", ["job.yaml"]),
     ],
