@@ -125,3 +125,15 @@ def test_every_bad_entry_is_reported_at_once() -> None:
 def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FaultPlanError, match="cannot read the fault plan"):
         load_fault_plan(tmp_path / "missing.yaml")
+
+
+def test_two_mistakes_in_one_entry_are_both_reported_with_hints() -> None:
+    with pytest.raises(FaultPlanError) as caught:
+        parse_fault_plan("- kind: stockot\n  tims: 2\n", "plan.yaml")
+    problems = caught.value.problems
+    assert [p.path for p in problems] == ["entry 0.kind", "entry 0.tims"]
+    assert problems[1].hint == "did you mean 'times'?"
+    message = caught.value.message
+    assert "more)" not in message
+    assert "plan.yaml:1:9: entry 0.kind" in message and "plan.yaml:2:3: entry 0.tims" in message
+    assert "hint: did you mean 'stockout'?" in message and "hint: did you mean 'times'?" in message

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from vertexdist.errors import Problem, TemplateError
+from vertexdist.errors import Problem, TemplateError, VertexdistError
 from vertexdist.spec import catalog, limits
 from vertexdist.spec.durations import parse_duration
 from vertexdist.spec.yaml_source import SourceMap, YamlSourceError, load_yaml_document
@@ -33,7 +33,19 @@ _ENTRY_LIMIT = 1000
 
 
 class FaultPlanError(TemplateError):
-    """A fault plan that cannot be used; each problem names the entry and field."""
+    """A fault plan that cannot be used; each problem names the entry and field. Its message lists every
+    problem, one a line with its hint, as `validate` lists a template's."""
+
+    def __post_init__(self) -> None:
+        if len(self.problems) <= 1:
+            super().__post_init__()
+            return
+        lines = [f"the fault plan has {len(self.problems)} problems:"]
+        for problem in self.problems:
+            lines.append(f"  {problem.one_line()}")
+            if problem.hint:
+                lines.append(f"    hint: {problem.hint}")
+        VertexdistError.__init__(self, "\n".join(lines), None)
 
 
 def _duration(value: object) -> float:
@@ -229,7 +241,8 @@ def _check_entry(
                 f"entry {index}.kind",
                 shown,
                 kind_hint or "kind: " + " | ".join(KINDS),
-            )
+            ),
+            *_unknown_fields(index, entry, source, file),
         ]
     try:
         return KINDS[kind].model_validate(entry), []  # type: ignore[return-value]
@@ -248,6 +261,28 @@ def _check_entry(
                 Problem(file, pos.line, pos.col, f"{_entry_name(index, kind)}.{field}", message, hint)
             )
         return None, problems
+
+
+def _unknown_fields(index: int, entry: dict[Any, Any], source: SourceMap, file: str) -> list[Problem]:
+    """With no valid kind to check against: the fields that no kind takes (`tims`), each a problem."""
+    known = sorted({f for model in KINDS.values() for f in model.model_fields})
+    problems = []
+    for key in entry:
+        if key == "kind" or key in known:
+            continue
+        pos = source.find((index, key), prefer_key=True)
+        close = catalog.did_you_mean(str(key), known)
+        problems.append(
+            Problem(
+                file,
+                pos.line,
+                pos.col,
+                f"entry {index}.{key}",
+                f"unknown field {key!r}: no fault kind takes it",
+                close or "the fields are: " + ", ".join(known),
+            )
+        )
+    return problems
 
 
 def parse_fault_plan(text: str, file: str = "<fault plan>") -> FaultPlan:
