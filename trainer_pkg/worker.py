@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import faulthandler
+import importlib
 import json
 import os
 import random
@@ -534,12 +535,20 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+def start_health_watcher(env: Mapping[str, str]) -> None:
+    """The rank's health watcher (steps, where it is, heartbeats: `vertexdist_launcher.health`). The launcher
+    ships in every package and image vertexdist builds; run by hand without it, the trainer has none."""
+    with contextlib.suppress(ImportError):
+        importlib.import_module("vertexdist_launcher.health").start(env)
+
+
 def run_worker(config: TrainConfig, env: Mapping[str, str]) -> int:
     """Train as the rank `env` describes; the exit status for the process (0, 1, or EXIT_STOPPED).
 
     End the process with exit_now() afterwards, not by returning to the interpreter.
     """
     place: WorkerPlace | None = None
+    start_health_watcher(env)
     try:
         place = WorkerPlace.from_env(env)
         worker = Worker(config, place)

@@ -26,9 +26,11 @@ from vertexdist.spec.durations import parse_duration
 from vertexdist.spec.fault_plan import (
     FaultPlan,
     FlexWaitFault,
+    HangFault,
     MaintenanceFault,
     PreemptFault,
     QuotaFault,
+    SlowFault,
     StockoutFault,
 )
 
@@ -171,6 +173,21 @@ class CapacityFaults:
                 else:
                     armed.append(ReplicaFault(fault.replica, fault.after, fault.grace, True, "maintenance"))
         return armed
+
+    def rank_faults(self, job: str, spec: dict[str, Any]) -> list[dict[str, object]]:
+        """The `hang` and `slow` faults this job's ranks meet, as their watchers read them (one per fault)."""
+        names = replica_names(spec)
+        found: list[dict[str, object]] = []
+        with self._lock:
+            for index, fault in enumerate(self.plan.faults):
+                if (
+                    isinstance(fault, HangFault | SlowFault)
+                    and self._left[index] > 0
+                    and fault.replica in names
+                ):
+                    self._take(index, job)
+                    found.append(fault.to_worker())
+        return found
 
 
 def not_emulated(plan: FaultPlan) -> str | None:

@@ -60,6 +60,10 @@ class _LocalRunning:
         runner restarts it however it exits (`LocalJob.stopped_by_platform`)."""
         return self._job.stopped_by_platform(name, pid, why)
 
+    def set_rank_faults(self, faults: list[dict[str, object]]) -> None:
+        """A fault plan's hang and slow faults, for the ranks' health watchers (`LocalJob.rank_faults`)."""
+        self._job.rank_faults = faults
+
     def replica_pids(self) -> dict[str, int]:
         """Replica name -> pid of its process group, for the replicas running now."""
         return {

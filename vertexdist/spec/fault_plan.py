@@ -8,6 +8,12 @@ A fault plan is a YAML list; each entry has a `kind` and that kind's fields:
 - `maintenance`: Vertex restarts `replica` on another VM with the same hostname, `after` it started
   (SIGTERM, SIGKILL after `grace`).
 - `flex_wait`: a FLEX_START job waits `wait` for capacity (`never`: past its max_wait_duration).
+- `hang`: `local_rank` (default 0) of `replica` blocks after `after_step` steps (or `after` it started), as
+  if its data read never returned.
+- `slow`: `local_rank` of `replica` takes `delay` longer for each step: a straggler.
+
+`hang` and `slow` act inside the rank, through the shipped launcher's health watcher (its step hook), so they
+reach an unchanged script.
 
 Each applies to the first `times` jobs it matches. Pure: reading the file is the only I/O. Bad input is one
 `FaultPlanError` naming the file, line, entry and field of every problem.
@@ -20,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vertexdist.errors import Problem, TemplateError, VertexdistError
 from vertexdist.spec import catalog, limits
@@ -163,13 +169,68 @@ class FlexWaitFault(_Fault):
         return _duration(value)
 
 
-Fault = PreemptFault | StockoutFault | QuotaFault | MaintenanceFault | FlexWaitFault
+class _RankFault(_Fault):
+    replica: str = Field(default="workerpool0-0", description="The replica, e.g. workerpool1-0.")
+    local_rank: int = Field(default=0, ge=0, description="The local rank on that replica (default 0).")
+
+    @field_validator("replica")
+    @classmethod
+    def _replica_name(cls, value: str) -> str:
+        return _ReplicaFault._replica_name(value)
+
+    def to_worker(self) -> dict[str, object]:
+        """What the rank's watcher reads (`vertexdist_launcher.health`, VERTEXDIST_HEALTH_FAULTS)."""
+        return self.model_dump(exclude={"times"})
+
+
+class HangFault(_RankFault):
+    """That rank blocks after its `after_step`-th step (or `after` it started), as if its data read never
+    returned; injected by the watcher's step hook, so an unchanged script meets it."""
+
+    kind: Literal["hang"] = "hang"
+    after_step: int | None = Field(default=None, ge=0, description="Block after this many steps.")
+    after: float | None = Field(default=None, description="Block at the first step this long after start.")
+
+    @field_validator("after", mode="before")
+    @classmethod
+    def _after(cls, value: object) -> float | None:
+        if value is None or value == 0 or value == "0s":
+            return None if value is None else 0.0
+        return _duration(value)
+
+    @model_validator(mode="after")
+    def _one_moment(self) -> HangFault:
+        if self.after_step is not None and self.after is not None:
+            raise ValueError("give `after_step` or `after`, not both")
+        if self.after_step is None and self.after is None:
+            return self.model_copy(update={"after_step": 1})
+        return self
+
+
+class SlowFault(_RankFault):
+    """That rank's every step takes `delay` longer: a straggler (the watcher's step hook sleeps)."""
+
+    kind: Literal["slow"] = "slow"
+    delay: float = Field(description="Added to each step: seconds (0.2) or a duration (1s).")
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay(cls, value: object) -> float:
+        if isinstance(value, float | int) and not isinstance(value, bool) and 0 < value <= 3600:
+            return float(value)
+        return _duration(value)
+
+
+Fault = PreemptFault | StockoutFault | QuotaFault | MaintenanceFault | FlexWaitFault | HangFault | SlowFault
+RankFault = HangFault | SlowFault
 KINDS: dict[str, type[_Fault]] = {
     "preempt": PreemptFault,
     "stockout": StockoutFault,
     "quota": QuotaFault,
     "maintenance": MaintenanceFault,
     "flex_wait": FlexWaitFault,
+    "hang": HangFault,
+    "slow": SlowFault,
 }
 
 

@@ -18,6 +18,7 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 
+from . import health
 from .options import LauncherUsageError, Target, parse_target
 
 PARENT_VARIABLE = "VERTEXDIST_LAUNCHER_PID"
@@ -71,6 +72,9 @@ def record_error(error: BaseException, env: Mapping[str, str], variable: str = E
 
 def main(argv: Sequence[str]) -> None:
     watch_parent(os.environ)
+    health.start(
+        os.environ
+    )  # the rank's watcher: steps, where it is, heartbeats (vertexdist_launcher.health)
     try:
         target = parse_target(argv)
     except LauncherUsageError as exc:
