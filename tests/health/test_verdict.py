@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from vertexdist.health import folder
@@ -120,3 +122,16 @@ def test_the_shipped_watcher_and_vertexdist_agree_on_names() -> None:
     assert watcher.DEFAULT_STRAGGLER_RATIO == spec_health.DEFAULT_STRAGGLER_RATIO
     for name in ("BEATS_DIR", "STACKS_DIR", "VERDICT_FILE", "REQUEST_PREFIX"):
         assert getattr(watcher, name) == getattr(folder, name)
+
+
+def test_local_runs_summary_lists_the_stragglers_the_monitor_kept(tmp_path: Path) -> None:
+    from vertexdist.backends.base import JobResult, JobState
+    from vertexdist.cli.local_report import summary_lines
+
+    result = JobResult(state=JobState.SUCCEEDED, error=None, replicas=(), restarts=0, elapsed_s=3.0)
+    assert not any(line.startswith("stragglers:") for line in summary_lines(result, tmp_path))
+    (tmp_path / "health").mkdir()
+    (tmp_path / "health" / "summary.json").write_text(
+        json.dumps({"verdict": None, "stragglers": [{"rank": 1, "slowdown": 6.8}], "ended_at": 1.0})
+    )
+    assert f"stragglers: rank 1 (6.8x); see vertexdist ranks {tmp_path}" in summary_lines(result, tmp_path)
