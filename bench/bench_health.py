@@ -45,6 +45,8 @@ def throughput(samples: int, epochs: int, *, watched: bool) -> list[float]:
         cwd = Path(tmp)
         args = ["--nproc-per-node=2", f"--epochs={epochs}", f"--samples={samples}", "--batch-size=64"]
         env = clean_env(**({"VERTEXDIST_HEALTH_DIR": str(cwd / "health")} if watched else {}))
+        # As in every package vertexdist builds: the shipped launcher sits beside trainer_pkg.
+        env["PYTHONPATH"] = os.pathsep.join((str(REPO / "vertexdist" / "shipped"), env["PYTHONPATH"]))
         result = subprocess.run(
             [PYTHON, "-m", "trainer_pkg.task", *args], cwd=cwd, env=env, capture_output=True, text=True
         )
