@@ -123,3 +123,18 @@ def test_slow_and_hang_faults_act_on_the_matching_rank_only(tmp_path: Path) -> N
     )  # blocked after its 2nd step, as a read that never returns
     frames = health._frames(__import__("sys")._current_frames()[thread.ident])
     assert health.classify(frames)["state"] == "loading"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"CLUSTER_SPEC": '{"cluster": {}}'},  # no task (the bundled trainer run by hand)
+        {"CLUSTER_SPEC": "not json", health.CONFIG_VARIABLE: "[1]", health.FAULTS_VARIABLE: '{"x": 1}'},
+        {health.CONFIG_VARIABLE: '{"hang_timeout": "soon"}', "RANK": "x"},
+    ],
+)
+def test_odd_variables_never_stop_the_watcher_or_the_rank(tmp_path: Path, extra: dict[str, str]) -> None:
+    watcher = health.Watcher({**_env(tmp_path), **extra})
+    assert watcher.replica in ("workerpool0-0", "workerpool1-0") and watcher.faults == []
+    watcher.on_step()
+    watcher.write_beat()

@@ -113,7 +113,7 @@ def all_stacks() -> str:
 
 
 def _replica(env: Mapping[str, str]) -> str:
-    with contextlib.suppress(ValueError, TypeError, AttributeError):
+    with contextlib.suppress(Exception):  # no CLUSTER_SPEC, or not Vertex's shape: the single replica
         task = json.loads(env.get("CLUSTER_SPEC", "{}")).get("task", {})
         return f"{task['type']}-{int(task['index'])}"
     return "workerpool0-0"
@@ -134,12 +134,14 @@ class Watcher:
         self.replica = _replica(env)
         self.dir = env.get(DIR_VARIABLE) or None
         config: dict[str, Any] = {}
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(Exception):
             config = dict(json.loads(env.get(CONFIG_VARIABLE) or "{}"))
         timeout = config.get("hang_timeout", DEFAULT_HANG_TIMEOUT_S)
-        self.hang_timeout: float | None = float(timeout) if timeout else None
+        self.hang_timeout: float | None = None
+        with contextlib.suppress(Exception):
+            self.hang_timeout = float(timeout) if timeout else None
         self.faults: list[dict[str, Any]] = []
-        with contextlib.suppress(ValueError, TypeError):
+        with contextlib.suppress(Exception):
             self.faults = [
                 f
                 for f in json.loads(env.get(FAULTS_VARIABLE) or "[]")
@@ -342,11 +344,14 @@ def start(env: Mapping[str, str] | None = None) -> Watcher | None:
         return _WATCHER
     if not env.get(DIR_VARIABLE) and "CLUSTER_SPEC" not in env:
         return None
-    watcher = Watcher(env)
+    try:
+        watcher = Watcher(env)
+        if "torch.optim.optimizer" in sys.modules:
+            watcher._register()
+        threading.Thread(target=watcher.run, name="vertexdist-health", daemon=True).start()
+    except Exception:  # the watcher never stops the training: without it the rank runs unwatched
+        return None
     _WATCHER = watcher
-    if "torch.optim.optimizer" in sys.modules:
-        watcher._register()
-    threading.Thread(target=watcher.run, name="vertexdist-health", daemon=True).start()
     return watcher
 
 
