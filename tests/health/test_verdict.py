@@ -135,3 +135,16 @@ def test_local_runs_summary_lists_the_stragglers_the_monitor_kept(tmp_path: Path
         json.dumps({"verdict": None, "stragglers": [{"rank": 1, "slowdown": 6.8}], "ended_at": 1.0})
     )
     assert f"stragglers: rank 1 (6.8x); see vertexdist ranks {tmp_path}" in summary_lines(result, tmp_path)
+
+
+def test_the_ranks_table_has_a_row_per_rank_and_ends_with_the_verdict() -> None:
+    from vertexdist.cli.ranks import table
+
+    rows = rank_rows([beat(0, own_step_s=0.01, step=20), beat(1, own_step_s=0.05, step=20)], NOW, 1.5)
+    text = table({"ranks": rows, "verdict": "hung: no progress for 30s"}).splitlines()
+    assert text[0].split()[:4] == ["RANK", "REPLICA", "LOCAL", "STEP"]
+    assert (
+        text[1].split()[:2] == ["0", "workerpool0-0"] and "50ms" in text[2] and text[2].endswith("yes (5x)")
+    )
+    assert text[-1] == "hung: no progress for 30s"
+    assert table({"ranks": [], "verdict": None}).startswith("no heartbeats yet")
