@@ -138,3 +138,43 @@ def test_odd_variables_never_stop_the_watcher_or_the_rank(tmp_path: Path, extra:
     assert watcher.replica in ("workerpool0-0", "workerpool1-0") and watcher.faults == []
     watcher.on_step()
     watcher.write_beat()
+
+
+def test_on_vertex_a_heartbeat_is_one_json_line_in_the_log_once_the_rank_steps(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env = {
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "CLUSTER_SPEC": json.dumps({"task": {"type": "workerpool0", "index": 0}}),
+    }
+    watcher = health.Watcher(env)
+    watcher.write_beat()
+    assert capsys.readouterr().out == ""  # no step yet: nothing in the log
+    watcher.on_step()
+    watcher.write_beat()
+    line = json.loads(capsys.readouterr().out)
+    assert line["message"] == "vertexdist health: rank 1 step 1"
+    assert line[health.LOG_KEY]["replica"] == "workerpool0-0" and line[health.LOG_KEY]["step"] == 1
+
+
+def test_on_vertex_a_rank_with_no_step_for_hang_timeout_prints_its_stacks_and_exits_hung(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    env = {health.CONFIG_VARIABLE: json.dumps({"hang_timeout": 5}), "CLUSTER_SPEC": "{}"}
+    watcher = health.Watcher(env)
+    watcher._own_hang()
+    assert exits == []  # no step yet: the clock has not started
+    watcher.on_step()
+    watcher._own_hang()
+    assert exits == []
+    assert watcher.last_step_at is not None
+    watcher.last_step_at -= 6
+    watcher._own_hang()
+    assert exits == [health.HUNG_EXIT]
+    err = capsys.readouterr().err
+    assert "hung: no progress for 6s; rank 0 is in" in err and "Thread MainThread" in err

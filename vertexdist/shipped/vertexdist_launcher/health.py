@@ -254,7 +254,7 @@ class Watcher:
     def write_beat(self) -> None:
         if self.dir is not None:
             self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(self.beat()))
-        else:  # Vertex: one structured line in the replica's log
+        elif self.steps:  # Vertex: one structured line in the replica's log, once the rank steps
             beat = self.beat()
             line = {"message": f"vertexdist health: rank {self.rank} step {beat['step']}", LOG_KEY: beat}
             print(json.dumps(line), flush=True)
