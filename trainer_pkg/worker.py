@@ -566,6 +566,11 @@ def run_worker(config: TrainConfig, env: Mapping[str, str]) -> int:
             traceback.print_exc()
         _record_error(place, env, f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__)
         return 1
+    finally:  # the rank's last heartbeat: the process ends with os._exit, which runs no atexit handler
+        health = sys.modules.get("vertexdist_launcher.health")
+        if health is not None:
+            with contextlib.suppress(Exception):
+                health.finish()
 
 
 def main() -> int:

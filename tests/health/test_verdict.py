@@ -99,6 +99,10 @@ def test_a_straggler_is_flagged_alone_with_its_slowdown() -> None:
         (2, 5.0, "computing", "decode (data.py:9)")
     ]
     assert stragglers([beat(r, step=20) for r in range(4)], 1.5) == []  # all equal: none
+    # Ranks that spend their whole step waiting (own ~0): a 2 ms wobble is noise, a 0.2 s delay is not.
+    idle = [beat(r, own_step_s=0.0, step=20) for r in range(3)]
+    assert stragglers([*idle, beat(3, own_step_s=0.002, step=20)], 1.5) == []
+    assert [s.rank for s in stragglers([*idle, beat(3, own_step_s=0.2, step=20)], 1.5)] == [3]
 
 
 def test_a_straggler_needs_a_few_steps_first() -> None:

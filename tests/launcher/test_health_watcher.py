@@ -178,3 +178,12 @@ def test_on_vertex_a_rank_with_no_step_for_hang_timeout_prints_its_stacks_and_ex
     assert exits == [health.HUNG_EXIT]
     err = capsys.readouterr().err
     assert "hung: no progress for 6s; rank 0 is in" in err and "Thread MainThread" in err
+
+
+def test_the_last_heartbeat_says_exited_with_the_final_step(tmp_path: Path) -> None:
+    watcher = health.Watcher(_env(tmp_path))
+    for _ in range(3):
+        watcher.on_step()
+    watcher.finish()
+    beat = json.loads((tmp_path / "ranks" / "rank-3.json").read_text())
+    assert (beat["state"], beat["step"]) == ("exited", 3)

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 MIN_STEPS = 5
+# The others' median own step time is taken as at least this: where every rank spends its whole step in
+# collectives (the bundled trainer: backward and its own all-reduce) it is ~0, and noise must not flag.
+MIN_OWN_STEP_S = 0.005
 ROW_KEYS = (
     "rank",
     "replica",
@@ -122,9 +125,7 @@ def stragglers(beats: Sequence[Beat], ratio: float) -> list[Straggler]:
     found = []
     for beat in timed:
         others = [float(b["own_step_s"]) for b in timed if b is not beat]
-        median = statistics.median(others)
-        if median <= 0:
-            continue
+        median = max(statistics.median(others), MIN_OWN_STEP_S)
         slowdown = float(beat["own_step_s"]) / median
         if slowdown > ratio:
             found.append(

@@ -23,6 +23,7 @@ Standard library only; every error in the watcher is swallowed: it must never hu
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -239,6 +240,14 @@ class Watcher:
             "written_at": now,
         }
 
+    def finish(self) -> None:
+        """The rank's last heartbeat, as its process ends: its final step count, state `exited`."""
+        if self.dir is None or self.stopping:
+            return
+        with contextlib.suppress(Exception):
+            beat = {**self.beat(), "state": "exited"}
+            self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(beat))
+
     def _path(self, *parts: str) -> str:
         assert self.dir is not None
         return os.path.join(self.dir, *parts)
@@ -349,6 +358,7 @@ def start(env: Mapping[str, str] | None = None) -> Watcher | None:
         if "torch.optim.optimizer" in sys.modules:
             watcher._register()
         threading.Thread(target=watcher.run, name="vertexdist-health", daemon=True).start()
+        atexit.register(watcher.finish)
     except Exception:  # the watcher never stops the training: without it the rank runs unwatched
         return None
     _WATCHER = watcher
@@ -360,6 +370,12 @@ def declared_hung(env: Mapping[str, str]) -> bool:
     replica whose ranks then ended (by their own exit, or losing a peer that exited first) exits HUNG_EXIT."""
     folder = env.get(DIR_VARIABLE)
     return bool(folder) and os.path.exists(os.path.join(str(folder), VERDICT_FILE))
+
+
+def finish() -> None:
+    """Write this rank's last heartbeat now: for a process that ends with `os._exit` (no atexit handlers)."""
+    if _WATCHER is not None:
+        _WATCHER.finish()
 
 
 def step() -> None:
