@@ -21,7 +21,7 @@ from typing import Any
 MIN_STEPS = 5
 # The others' median own step time is taken as at least this: where every rank spends its whole step in
 # collectives (the bundled trainer: backward and its own all-reduce) it is ~0, and noise must not flag.
-MIN_OWN_STEP_S = 0.005
+MIN_OWN_STEP_S = 0.01
 ROW_KEYS = (
     "rank",
     "replica",
