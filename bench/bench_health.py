@@ -4,8 +4,11 @@
    health watcher on (VERTEXDIST_HEALTH_DIR set, as local runs set it: steps counted, frames sampled ten
    times a second, a heartbeat file every 2 s) against the same run with no watcher. Runs interleaved.
    Bar: on / off >= 0.98.
+   On a shared machine this ratio swings with the load; 3. is the watcher's own work, which does not.
 2. Speed: a local-run torchrun job (1 replica x 2 processes) whose rank 1 a fault plan's `hang` blocks after
    step 5: seconds from its ranks' last step to the job's FAILED event, beyond `hang_timeout`. Bar: <= 10 s.
+3. The watcher's own work, in-process: one step hook call, one frame sample, one heartbeat write, and what
+   they add up to per second (10 samples, a heartbeat every 2 s) as a share of one core.
 
 Run: .venv/bin/python bench/bench_health.py [--samples N] [--epochs E] [--repeats R]
 """
@@ -19,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -57,6 +61,22 @@ def throughput(samples: int, epochs: int, *, watched: bool) -> list[float]:
         return [float(m["samples_per_s"]) for m in metrics(cwd) if m["event"] == "epoch"]  # type: ignore[arg-type]
 
 
+def own_work() -> tuple[float, float, float]:
+    """Microseconds per step hook, per sample, per heartbeat file."""
+    sys.path.insert(0, str(REPO / "vertexdist" / "shipped"))
+    from vertexdist_launcher import health
+
+    with tempfile.TemporaryDirectory() as tmp:
+        watcher = health.Watcher({health.DIR_VARIABLE: tmp, "RANK": "0", "WORLD_SIZE": "2"})
+        timed = []
+        for call, count in ((watcher.on_step, 20_000), (watcher.sample, 2_000), (watcher.write_beat, 200)):
+            started = time.perf_counter()
+            for _ in range(count):
+                call()
+            timed.append((time.perf_counter() - started) / count * 1e6)
+    return timed[0], timed[1], timed[2]
+
+
 def hang_to_failed() -> float:
     """Seconds from the last step to FAILED, beyond hang_timeout."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,6 +107,10 @@ def hang_to_failed() -> float:
         return float(failed[0]["time"]) - last_step - HANG_TIMEOUT_S
 
 
+def health_sample_s() -> float:
+    return 0.1  # vertexdist_launcher.health.SAMPLE_S
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -109,6 +133,10 @@ def main() -> None:
     print(f"   ratio on / off: {ratio:.3f}x  (bar: >= 0.98x)")
     beyond = hang_to_failed()
     print(f"2. hang -> FAILED beyond hang_timeout ({HANG_TIMEOUT_S}s): {beyond:.1f} s  (bar: <= 10 s)")
+    hook, sample, beat = own_work()
+    share = (sample / health_sample_s() + beat / 2.0) / 1e6 * 100
+    print(f"3. watcher's own work: step hook {hook:.1f} us, sample {sample:.1f} us, heartbeat {beat:.0f} us;")
+    print(f"   {share:.3f}% of one core per second")
 
 
 if __name__ == "__main__":
