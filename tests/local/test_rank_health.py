@@ -1,7 +1,7 @@
 """Rank health through `local-run`, as a user's unchanged torchrun script meets it: a rank blocked in its data
 read ends the job at `hang_timeout` with a verdict naming it, `vertexdist ranks --stacks` shows the blocked
 frame while it hangs; a fault plan's `slow` makes a straggler that is flagged alone, and its `hang` blocks a
-rank of a script that knows nothing of it."""
+rank of a script that knows nothing of it; its `scattered_start` starts each replica late by its delay."""
 
 from __future__ import annotations
 
@@ -84,6 +84,10 @@ def beats(run: Path) -> dict[int, dict[str, Any]]:
             continue
         found[int(beat["rank"])] = beat
     return found
+
+
+def cli_argv() -> list[str]:
+    return [sys.executable, "-m", "vertexdist"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -173,3 +177,37 @@ def test_fault_plan_slow_makes_one_flagged_straggler_and_hang_blocks_an_unchange
     assert "at step 21" in summary["error"]["message"]
     found = json.loads(cli("ranks", str(run), "--json").stdout)["ranks"]
     assert [r["straggler"] for r in found] == [False, True]
+
+
+def test_fault_plan_scattered_start_starts_each_replica_late_by_its_seeded_delay(tmp_path: Path) -> None:
+    from vertexdist.spec.fault_plan import ScatteredStartFault
+
+    (tmp_path / "user_script.py").write_text("import time\nprint('started at', time.time(), flush=True)\n")
+    doc = {
+        "display_name": "scattered",
+        "project": "my-project",
+        "staging_bucket": "gs://my-bucket/staging",
+        "machine_type": "n1-standard-4",
+        "replica_count": 2,
+        "trainer": {"script": "user_script.py"},
+    }
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "faults.yaml").write_text("- kind: scattered_start\n  max_delay: 4s\n  seed: 3\n")
+    run = tmp_path / "run"
+    done = subprocess.run(
+        [*cli_argv(), "local-run", "job.yaml", "--out", str(run), "--json", "--fault-plan", "faults.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert summary_of(done.stdout)["state"] == "JOB_STATE_SUCCEEDED", done.stderr
+    delays = ScatteredStartFault(max_delay=4.0, seed=3).delays(["workerpool0-0", "workerpool1-0"])
+    started = {
+        name: float((run / "logs" / f"{name}.log").read_text().split("started at ")[1].split()[0])
+        for name in delays
+    }
+    expected = delays["workerpool1-0"] - delays["workerpool0-0"]
+    assert abs(expected) > 0.5  # seed 3 spreads them
+    assert abs((started["workerpool1-0"] - started["workerpool0-0"]) - expected) < 1.0, (started, delays)

@@ -266,9 +266,9 @@ class LocalJob:
         self._gcs_problem: str | None = None  # why /gcs cannot be mapped here, if it cannot
         self._imposed: JobError | None = None  # a failure from outside the replicas (`impose_failure`)
         self._health: HealthMonitor | None = None  # reads the ranks' heartbeats (`local.health_monitor`)
-        self.rank_faults: list[
-            dict[str, object]
-        ] = []  # a fault plan's hang and slow faults, for the watchers
+        # A fault plan's hang and slow faults (for the watchers); scattered_start (seconds late, by replica)
+        self.rank_faults: list[dict[str, object]] = []
+        self.start_delays: dict[str, float] = {}
         if self.plan is not None:
             self._init_replicas(self.plan)
 
@@ -502,6 +502,9 @@ class LocalJob:
     ) -> _Running:
         assert self._watchdog is not None
         argv, replica_env = self._replica_command(launch)
+        delay = self.start_delays.get(launch.name, 0.0)
+        if delay > 0 and attempt == 0 and not note:  # as Vertex starts each replica when its VM is ready
+            argv = ("/bin/sh", "-c", 'sleep "$0" && exec "$@"', f"{delay:g}", *argv)
         env = child_environment(self._base_env, replica_env)
         with open(open_private(launch.log_path, os.O_WRONLY | os.O_APPEND), "ab") as log:
             capture = LogCapture(launch.log_path)  # stderr told apart from stdout: see local.log_capture

@@ -12,6 +12,9 @@ A fault plan is a YAML list; each entry has a `kind` and that kind's fields:
   if its data read never returned.
 - `slow`: `local_rank` of `replica` takes `delay` longer for each step: a straggler.
 
+- `scattered_start`: each replica starts up to `max_delay` late (seeded), as Vertex starts each replica when
+  its VM is ready.
+
 `hang` and `slow` act inside the rank, through the shipped launcher's health watcher (its step hook), so they
 reach an unchanged script.
 
@@ -21,7 +24,9 @@ Each applies to the first `times` jobs it matches. Pure: reading the file is the
 
 from __future__ import annotations
 
+import random
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -221,7 +226,35 @@ class SlowFault(_RankFault):
         return _duration(value)
 
 
-Fault = PreemptFault | StockoutFault | QuotaFault | MaintenanceFault | FlexWaitFault | HangFault | SlowFault
+class ScatteredStartFault(_Fault):
+    """Vertex starts each replica as soon as its VM is ready: each replica's start is delayed by a random
+    amount up to `max_delay`, the same for the same `seed`."""
+
+    kind: Literal["scattered_start"] = "scattered_start"
+    max_delay: float = Field(description="The longest delay of a replica's start, e.g. 120s.")
+    seed: int = Field(default=0, description="The random delays' seed: the same seed, the same delays.")
+
+    @field_validator("max_delay", mode="before")
+    @classmethod
+    def _max_delay(cls, value: object) -> float:
+        return _duration(value)
+
+    def delays(self, replicas: Iterable[str]) -> dict[str, float]:
+        """Each replica's delay, in seconds (pure: seeded)."""
+        chooser = random.Random(self.seed)
+        return {name: round(chooser.uniform(0.0, self.max_delay), 3) for name in sorted(replicas)}
+
+
+Fault = (
+    PreemptFault
+    | StockoutFault
+    | QuotaFault
+    | MaintenanceFault
+    | FlexWaitFault
+    | HangFault
+    | SlowFault
+    | ScatteredStartFault
+)
 RankFault = HangFault | SlowFault
 KINDS: dict[str, type[_Fault]] = {
     "preempt": PreemptFault,
@@ -231,6 +264,7 @@ KINDS: dict[str, type[_Fault]] = {
     "flex_wait": FlexWaitFault,
     "hang": HangFault,
     "slow": SlowFault,
+    "scattered_start": ScatteredStartFault,
 }
 
 
