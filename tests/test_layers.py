@@ -110,6 +110,13 @@ WALLS: dict[str, tuple[str, ...]] = {
         "vertexdist.cli",
     ),
     "vertexdist/emulator/": ("vertexdist.backends.vertex", "vertexdist.backends.local", "vertexdist.cli"),
+    # Reading heartbeats: the verdict is pure, the folder reader reads files; neither knows a backend.
+    "vertexdist/health/": (
+        "vertexdist.backends",
+        "vertexdist.local",
+        "vertexdist.emulator",
+        "vertexdist.cli",
+    ),
     "trainer_pkg/": ("vertexdist",),
     # The console reads jobs through the backends only: no second reader of run folders or the emulator.
     "vertexdist/console/": (

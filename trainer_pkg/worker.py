@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import faulthandler
+import importlib
 import json
 import os
 import random
@@ -528,12 +529,20 @@ def _record_error(place: WorkerPlace | None, env: Mapping[str, str], reason: str
 _KEEP_UNTIL_EXIT: list[Worker] = []
 
 
+def start_health_watcher(env: Mapping[str, str]) -> None:
+    """The rank's health watcher (steps, where it is, heartbeats: `vertexdist_launcher.health`). The launcher
+    ships in every package and image vertexdist builds; run by hand without it, the trainer has none."""
+    with contextlib.suppress(ImportError):
+        importlib.import_module("vertexdist_launcher.health").start(env)
+
+
 def run_worker(config: TrainConfig, env: Mapping[str, str]) -> int:
     """Train as the rank `env` describes; the exit status for the process (0, 1, or EXIT_STOPPED).
 
     End the process with exit_now() afterwards (trainer_pkg.process_exit), not by returning to Python.
     """
     place: WorkerPlace | None = None
+    start_health_watcher(env)
     try:
         place = WorkerPlace.from_env(env)
         worker = Worker(config, place)
@@ -551,6 +560,11 @@ def run_worker(config: TrainConfig, env: Mapping[str, str]) -> int:
             traceback.print_exc()
         _record_error(place, env, f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__)
         return 1
+    finally:  # the rank's last heartbeat: the process ends with os._exit, which runs no atexit handler
+        health = sys.modules.get("vertexdist_launcher.health")
+        if health is not None:
+            with contextlib.suppress(Exception):
+                health.finish()
 
 
 def main() -> int:

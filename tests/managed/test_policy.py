@@ -43,6 +43,12 @@ def status(state: str, error: str | None = None) -> JobStatus:
             Reason.USER_ERROR,
         ),
         ("FAILED", None, Reason.USER_ERROR),
+        (
+            "FAILED",
+            "hung: no progress for 30s; rank 3 (workerpool1-0, local rank 1) is in f (t.py:2)",
+            Reason.HUNG,
+        ),
+        ("FAILED", "The replica workerpool1-0 exited with a non-zero status of 124.", Reason.HUNG),
     ],
 )
 def test_each_reported_end_has_its_reason(state: str, error: str | None, reason: Reason) -> None:
@@ -87,6 +93,14 @@ def test_user_errors_restart_only_within_max_restarts_on_errors() -> None:
     stop = decide(RECOVERY, 2, Reason.USER_ERROR, [Reason.PREEMPTED, Reason.USER_ERROR, Reason.USER_ERROR])
     assert stop.place is None and "max_restarts_on_errors is 1" in stop.why
     assert decide(RecoverySpec(), 0, Reason.USER_ERROR, [Reason.USER_ERROR]).place is None
+
+
+def test_a_hung_attempt_is_retried_in_the_same_place_within_max_hangs() -> None:
+    assert decide(RecoverySpec(), 1, Reason.HUNG, [Reason.PREEMPTED, Reason.HUNG]).place == 1
+    assert decide(RecoverySpec(), 1, Reason.HUNG, [Reason.HUNG, Reason.HUNG]).place == 1
+    stop = decide(RecoverySpec(), 1, Reason.HUNG, [Reason.HUNG] * 3)
+    assert stop.place is None and "max_hangs is 2" in stop.why
+    assert decide(RecoverySpec(max_hangs=0), 0, Reason.HUNG, [Reason.HUNG]).place is None
 
 
 def test_success_and_cancel_stop() -> None:

@@ -10,9 +10,12 @@ from vertexdist.spec.fault_plan import (
     GCE_PREEMPTION_GRACE_S,
     FaultPlanError,
     FlexWaitFault,
+    HangFault,
     MaintenanceFault,
     PreemptFault,
     QuotaFault,
+    ScatteredStartFault,
+    SlowFault,
     StockoutFault,
     load_fault_plan,
     parse_fault_plan,
@@ -125,3 +128,39 @@ def test_every_bad_entry_is_reported_at_once() -> None:
 def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FaultPlanError, match="cannot read the fault plan"):
         load_fault_plan(tmp_path / "missing.yaml")
+
+
+def test_two_mistakes_in_one_entry_are_both_reported_with_hints() -> None:
+    with pytest.raises(FaultPlanError) as caught:
+        parse_fault_plan("- kind: stockot\n  tims: 2\n", "plan.yaml")
+    problems = caught.value.problems
+    assert [p.path for p in problems] == ["entry 0.kind", "entry 0.tims"]
+    assert problems[1].hint == "did you mean 'times'?"
+    message = caught.value.message
+    assert "more)" not in message
+    assert "plan.yaml:1:9: entry 0.kind" in message and "plan.yaml:2:3: entry 0.tims" in message
+    assert "hint: did you mean 'stockout'?" in message and "hint: did you mean 'times'?" in message
+
+
+def test_hang_slow_and_scattered_start_read_as_the_watchers_and_runner_take_them() -> None:
+    plan = parse_fault_plan(
+        "- kind: hang\n  replica: workerpool1-0\n  local_rank: 1\n  after_step: 5\n"
+        "- kind: slow\n  delay: 0.2s\n"
+        "- kind: scattered_start\n  max_delay: 2m\n  seed: 7\n"
+    )
+    hang, slow, scattered = plan.faults
+    assert isinstance(hang, HangFault) and isinstance(slow, SlowFault)
+    assert isinstance(scattered, ScatteredStartFault)
+    assert hang.to_worker() == {
+        "kind": "hang",
+        "replica": "workerpool1-0",
+        "local_rank": 1,
+        "after_step": 5,
+        "after": None,
+    }
+    assert slow.to_worker()["delay"] == 0.2
+    delays = scattered.delays(["workerpool0-0", "workerpool1-0", "workerpool1-1"])
+    assert delays == scattered.delays(["workerpool1-1", "workerpool1-0", "workerpool0-0"])
+    assert all(0 <= d <= 120 for d in delays.values()) and len(set(delays.values())) == 3
+    with pytest.raises(FaultPlanError, match="after_step` or `after`, not both"):
+        parse_fault_plan("- kind: hang\n  after_step: 3\n  after: 10s\n")

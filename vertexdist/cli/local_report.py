@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from vertexdist.backends.base import JobResult, JobState, ReplicaState, ReplicaStatus
+from vertexdist.health.folder import HEALTH_DIR, read_summary
 from vertexdist.log_files import last_lines
 
 
@@ -67,6 +68,10 @@ def summary_lines(
     restarted = [f"{r.name} ({r.restarts})" for r in result.replicas if r.restarts]
     if restarted:  # Vertex's restart rules restarted these on their own (docs/reference/vertex.md §8.1)
         lines.append(f"replicas restarted: {', '.join(restarted)}")
+    flagged = read_summary(run_dir / HEALTH_DIR).get("stragglers") or []
+    if flagged:  # what the job's health monitor flagged while it ran (docs/guide/rank-health.md)
+        listed = ", ".join(f"rank {s.get('rank')} ({s.get('slowdown')}x)" for s in flagged)
+        lines.append(f"stragglers: {listed}; see vertexdist ranks {run_dir}")
     error = result.error
     if result.state is JobState.SUCCEEDED:
         lines.append(f"logs: {run_dir / 'logs'}")

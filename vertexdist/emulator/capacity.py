@@ -26,9 +26,12 @@ from vertexdist.spec.durations import parse_duration
 from vertexdist.spec.fault_plan import (
     FaultPlan,
     FlexWaitFault,
+    HangFault,
     MaintenanceFault,
     PreemptFault,
     QuotaFault,
+    ScatteredStartFault,
+    SlowFault,
     StockoutFault,
 )
 
@@ -171,6 +174,30 @@ class CapacityFaults:
                 else:
                     armed.append(ReplicaFault(fault.replica, fault.after, fault.grace, True, "maintenance"))
         return armed
+
+    def start_delays(self, job: str, spec: dict[str, Any]) -> dict[str, float]:
+        """How late each replica of this job starts: the first `scattered_start` fault left (seeded)."""
+        with self._lock:
+            for index, fault in enumerate(self.plan.faults):
+                if isinstance(fault, ScatteredStartFault) and self._left[index] > 0:
+                    self._take(index, job)
+                    return fault.delays(replica_names(spec))
+        return {}
+
+    def rank_faults(self, job: str, spec: dict[str, Any]) -> list[dict[str, object]]:
+        """The `hang` and `slow` faults this job's ranks meet, as their watchers read them (one per fault)."""
+        names = replica_names(spec)
+        found: list[dict[str, object]] = []
+        with self._lock:
+            for index, fault in enumerate(self.plan.faults):
+                if (
+                    isinstance(fault, HangFault | SlowFault)
+                    and self._left[index] > 0
+                    and fault.replica in names
+                ):
+                    self._take(index, job)
+                    found.append(fault.to_worker())
+        return found
 
 
 def not_emulated(plan: FaultPlan) -> str | None:

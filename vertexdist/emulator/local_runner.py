@@ -60,6 +60,14 @@ class _LocalRunning:
         runner restarts it however it exits (`LocalJob.stopped_by_platform`)."""
         return self._job.stopped_by_platform(name, pid, why)
 
+    def set_rank_faults(self, faults: list[dict[str, object]]) -> None:
+        """A fault plan's hang and slow faults, for the ranks' health watchers (`LocalJob.rank_faults`)."""
+        self._job.rank_faults = faults
+
+    def set_start_delays(self, delays: dict[str, float]) -> None:
+        """A fault plan's scattered_start: how late each replica starts (`LocalJob.start_delays`)."""
+        self._job.start_delays = delays
+
     def replica_pids(self) -> dict[str, int]:
         """Replica name -> pid of its process group, for the replicas running now."""
         return {

@@ -449,6 +449,14 @@ class EmulatorService:
             )
             return
         armed = self.capacity.replica_faults(job_name, job["jobSpec"])
+        rank_faults = self.capacity.rank_faults(job_name, job["jobSpec"])
+        set_rank_faults = getattr(handle, "set_rank_faults", None)
+        if rank_faults and set_rank_faults is not None:  # hang, slow: the ranks' health watchers act
+            set_rank_faults(rank_faults)
+        delays = self.capacity.start_delays(job_name, job["jobSpec"])
+        set_start_delays = getattr(handle, "set_start_delays", None)
+        if delays and set_start_delays is not None:  # scattered_start: replicas start late
+            set_start_delays(delays)
         with self._lock:
             self._running[job_name] = handle
             if armed:

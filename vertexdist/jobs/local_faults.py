@@ -12,7 +12,10 @@ managed controller reads both the same way:
   `grace`; the job then fails with the preemption error, whatever the replicas' exits said;
 - preempt with `outcome: worker_restarts`, and maintenance: the same signals, but the job is told first
   that the platform stops the replica (`LocalJob.stopped_by_platform`), so the runner restarts it and the
-  job goes on (docs/reference/vertex.md §8.1).
+  job goes on (docs/reference/vertex.md §8.1);
+- hang, slow: handed to the ranks' health watchers (`LocalJob.rank_faults`), which block or slow that rank
+  from its step hook;
+- scattered_start: each replica's first start is delayed (`LocalJob.start_delays`).
 A plan's `times` counts the jobs of one process: one `local-run` is one job.
 """
 
@@ -89,6 +92,8 @@ class LocalFaults:
         if failure is not None:
             job.impose_failure(failure, stop=True)
             return
+        job.rank_faults = self.capacity.rank_faults(name, spec)  # the watchers act on them (hang, slow)
+        job.start_delays = self.capacity.start_delays(name, spec)  # scattered_start
         armed = self.capacity.replica_faults(name, spec)
         if armed:
             preemptions = Preemptions(armed, stop_notice=job.stopped_by_platform)

@@ -34,6 +34,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import shutil
@@ -55,6 +56,7 @@ from vertexdist.backends.base import (
     ReplicaStatus,
 )
 from vertexdist.errors import VertexdistError
+from vertexdist.health.folder import HEALTH_DIR
 from vertexdist.local import gcs_mount
 from vertexdist.local.blame import (
     REPLICA_RESTART_MARK,
@@ -66,12 +68,14 @@ from vertexdist.local.blame import (
 )
 from vertexdist.local.environment import child_environment
 from vertexdist.local.exits import Exit, decide
+from vertexdist.local.health_monitor import HealthConfig, HealthMonitor
 from vertexdist.local.log_capture import LogCapture
 from vertexdist.local.plan import TMP_DIR, LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
 from vertexdist.local.watchdog import TOKEN_VARIABLE, Watchdog, job_processes
 from vertexdist.log_files import last_lines
 from vertexdist.private_files import make_private_dir, open_private
+from vertexdist.shipped.vertexdist_launcher import health as health_watcher
 
 DEFAULT_GRACE_S = 5.0
 # After the chief succeeds, how long the other training replicas get to exit on their own before the job
@@ -261,6 +265,10 @@ class LocalJob:
         self._gcs_mapped = False  # replicas start behind gcs_namespace (set once the plan is ready)
         self._gcs_problem: str | None = None  # why /gcs cannot be mapped here, if it cannot
         self._imposed: JobError | None = None  # a failure from outside the replicas (`impose_failure`)
+        self._health: HealthMonitor | None = None  # reads the ranks' heartbeats (`local.health_monitor`)
+        # A fault plan's hang and slow faults (for the watchers); scattered_start (seconds late, by replica)
+        self.rank_faults: list[dict[str, object]] = []
+        self.start_delays: dict[str, float] = {}
         if self.plan is not None:
             self._init_replicas(self.plan)
 
@@ -314,6 +322,10 @@ class LocalJob:
             self._imposed = self._imposed or error
         if stop:
             self._cancel.set()
+
+    def note(self, message: str) -> None:
+        """A line for the job's log from outside its replicas (the health monitor's straggler warning)."""
+        self._emit(JobEvent(time=time.time(), job_state=self.state, message=message))
 
     def stopped_by_platform(self, name: str, pid: int, why: str) -> bool:
         """The platform is about to stop replica `name` (the process group `pid` leads): a maintenance event,
@@ -389,6 +401,8 @@ class LocalJob:
             if self._watchdog is not None:
                 with contextlib.suppress(Exception):
                     self._watchdog.close()
+            if self._health is not None:  # the verdict and stragglers stay for `vertexdist ranks`
+                self._health.write_summary()
             if self.plan is not None:  # every process of the job is gone: its temp files go with it
                 shutil.rmtree(self.plan.run_dir / TMP_DIR, ignore_errors=True)
             with self._lock:
@@ -434,6 +448,8 @@ class LocalJob:
         for replica in plan.replicas:
             if replica.stop_argv:
                 self._watchdog.add_stop_command(replica.stop_argv)
+        config = HealthConfig.from_env(plan.replicas[0].env) if plan.replicas else HealthConfig()
+        self._health = HealthMonitor(self, plan.run_dir / HEALTH_DIR, config).start()
         attempt = 0
         # restartJobOnWorkerRestart restarts the job on any failure; else a replica's restarts spent retry it.
         whole_job = plan.max_restarts > 0
@@ -469,6 +485,11 @@ class LocalJob:
         """The replica's argv and its variables, behind the /gcs mapping (or its guard)."""
         assert self._watchdog is not None
         env = {**launch.env, TOKEN_VARIABLE: self._watchdog.token}
+        if self._health is not None:  # each worker's watcher writes its heartbeats there
+            env[health_watcher.DIR_VARIABLE] = str(self._health.health_dir)
+        faults = [f for f in self.rank_faults if f.get("replica") == launch.name]
+        if faults:
+            env[health_watcher.FAULTS_VARIABLE] = json.dumps(faults)
         plan = self.plan
         if self._gcs_mapped and plan is not None and plan.gcs_root is not None:
             return gcs_mount.launch_argv(launch.argv, plan.gcs_root, plan.run_dir), env
@@ -481,6 +502,9 @@ class LocalJob:
     ) -> _Running:
         assert self._watchdog is not None
         argv, replica_env = self._replica_command(launch)
+        delay = self.start_delays.get(launch.name, 0.0)
+        if delay > 0 and attempt == 0 and not note:  # as Vertex starts each replica when its VM is ready
+            argv = ("/bin/sh", "-c", 'sleep "$0" && exec "$@"', f"{delay:g}", *argv)
         env = child_environment(self._base_env, replica_env)
         with open(open_private(launch.log_path, os.O_WRONLY | os.O_APPEND), "ab") as log:
             capture = LogCapture(launch.log_path)  # stderr told apart from stdout: see local.log_capture
@@ -516,6 +540,8 @@ class LocalJob:
             self._live, self._live_events = running, events
             self._platform_hit = False
         restarts: dict[str, int] = {}  # this attempt's restarts of each replica on its own
+        if self._health is not None:
+            self._health.new_attempt()
         for launch in plan.replicas:
             run = self._start_replica(launch, attempt, events)
             running[launch.name] = run

@@ -5,6 +5,7 @@ Places are numbered as `spec.recovery.places` lists them: 0 is the template, 1..
 - STOCKOUT, QUOTA: the next place; after the last fallback, the template again (capacity comes back),
   within `max_preemptions`.
 - USER_ERROR: the same place, within `max_restarts_on_errors`.
+- HUNG: the same place, from its checkpoints as after a preemption, within `max_hangs`.
 - SUCCEEDED, CANCELLED: stop.
 """
 
@@ -44,6 +45,11 @@ def decide(recovery: RecoverySpec, place: int, reason: Reason, reasons_so_far: S
         return Decision(
             place, f"restart {used} of {recovery.max_restarts_on_errors} after the job's own error"
         )
+    if reason is Reason.HUNG:
+        used = sum(1 for r in reasons_so_far if r is Reason.HUNG)
+        if used > recovery.max_hangs:
+            return Decision(None, f"hung {used} time(s); recovery.max_hangs is {recovery.max_hangs}")
+        return Decision(place, f"hung: again in the same place ({used} of {recovery.max_hangs})")
     used = sum(1 for r in reasons_so_far if r.capacity)
     if used > recovery.max_preemptions:
         return Decision(

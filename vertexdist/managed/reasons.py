@@ -16,6 +16,7 @@ class Reason(str, Enum):
     STOCKOUT = "STOCKOUT"
     QUOTA = "QUOTA"
     USER_ERROR = "USER_ERROR"
+    HUNG = "HUNG"  # no rank made progress for health.hang_timeout (docs/guide/rank-health.md)
     TRANSIENT = "TRANSIENT"
     CANCELLED = "CANCELLED"
     SUCCEEDED = "SUCCEEDED"
@@ -29,6 +30,10 @@ class Reason(str, Enum):
 
 STOCKOUT_WORDS = ("resources are insufficient", "stockout", "max_wait_duration", "no capacity")
 PREEMPTED_WORDS = ("preempt", "spot vm", "reclaimed")
+# A local or emulator job's error is the health monitor's verdict; on Vertex, a replica that exited with the
+# watcher's code (vertexdist_launcher.health.HUNG_EXIT, 124).
+HUNG_PREFIX = "hung: "
+HUNG_EXIT_WORDS = "non-zero status of 124"
 # A local attempt whose supervisor (the controller's own process) died with it: the host was lost, not the
 # job's code; the next attempt continues from its checkpoints (vertexdist/jobs/local_attempts.py).
 LOST_MESSAGE = "the local job was lost with the process that ran it (the controller was stopped)"
@@ -47,6 +52,8 @@ def reason_of(status: JobStatus) -> Reason:
     message = (status.error or "").lower()
     if LOST_MESSAGE in message:
         return Reason.TRANSIENT
+    if message.startswith(HUNG_PREFIX) or HUNG_EXIT_WORDS in message:
+        return Reason.HUNG
     if any(word in message for word in PREEMPTED_WORDS):
         return Reason.PREEMPTED
     if any(word in message for word in STOCKOUT_WORDS):

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from vertexdist.shipped import LAUNCHER_PACKAGE
 from vertexdist.shipped.vertexdist_launcher.options import launch_args
 from vertexdist.spec.durations import format_duration
+from vertexdist.spec.health import CONFIG_VARIABLE as HEALTH_VARIABLE
 from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
 
 if TYPE_CHECKING:
@@ -117,7 +118,10 @@ def _machine_spec(t: JobTemplate) -> dict[str, Any]:
 
 
 def _env(t: JobTemplate) -> list[dict[str, str]]:
-    return [{"name": name, "value": value} for name, value in t.trainer.env.items()]
+    env = [{"name": name, "value": value} for name, value in t.trainer.env.items()]
+    if t.health is not None:  # the watcher in every worker reads it (vertexdist_launcher.health)
+        env.append({"name": HEALTH_VARIABLE, "value": t.health.env_value()})
+    return env
 
 
 def launcher_argv(t: JobTemplate) -> list[str] | None:

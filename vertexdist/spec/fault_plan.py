@@ -8,6 +8,15 @@ A fault plan is a YAML list; each entry has a `kind` and that kind's fields:
 - `maintenance`: Vertex restarts `replica` on another VM with the same hostname, `after` it started
   (SIGTERM, SIGKILL after `grace`).
 - `flex_wait`: a FLEX_START job waits `wait` for capacity (`never`: past its max_wait_duration).
+- `hang`: `local_rank` (default 0) of `replica` blocks after `after_step` steps (or `after` it started), as
+  if its data read never returned.
+- `slow`: `local_rank` of `replica` takes `delay` longer for each step: a straggler.
+
+- `scattered_start`: each replica starts up to `max_delay` late (seeded), as Vertex starts each replica when
+  its VM is ready.
+
+`hang` and `slow` act inside the rank, through the shipped launcher's health watcher (its step hook), so they
+reach an unchanged script.
 
 Each applies to the first `times` jobs it matches. Pure: reading the file is the only I/O. Bad input is one
 `FaultPlanError` naming the file, line, entry and field of every problem.
@@ -15,14 +24,16 @@ Each applies to the first `times` jobs it matches. Pure: reading the file is the
 
 from __future__ import annotations
 
+import random
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from vertexdist.errors import Problem, TemplateError
+from vertexdist.errors import Problem, TemplateError, VertexdistError
 from vertexdist.spec import catalog, limits
 from vertexdist.spec.durations import parse_duration
 from vertexdist.spec.yaml_source import SourceMap, YamlSourceError, load_yaml_document
@@ -33,7 +44,19 @@ _ENTRY_LIMIT = 1000
 
 
 class FaultPlanError(TemplateError):
-    """A fault plan that cannot be used; each problem names the entry and field."""
+    """A fault plan that cannot be used; each problem names the entry and field. Its message lists every
+    problem, one a line with its hint, as `validate` lists a template's."""
+
+    def __post_init__(self) -> None:
+        if len(self.problems) <= 1:
+            super().__post_init__()
+            return
+        lines = [f"the fault plan has {len(self.problems)} problems:"]
+        for problem in self.problems:
+            lines.append(f"  {problem.one_line()}")
+            if problem.hint:
+                lines.append(f"    hint: {problem.hint}")
+        VertexdistError.__init__(self, "\n".join(lines), None)
 
 
 def _duration(value: object) -> float:
@@ -151,13 +174,97 @@ class FlexWaitFault(_Fault):
         return _duration(value)
 
 
-Fault = PreemptFault | StockoutFault | QuotaFault | MaintenanceFault | FlexWaitFault
+class _RankFault(_Fault):
+    replica: str = Field(default="workerpool0-0", description="The replica, e.g. workerpool1-0.")
+    local_rank: int = Field(default=0, ge=0, description="The local rank on that replica (default 0).")
+
+    @field_validator("replica")
+    @classmethod
+    def _replica_name(cls, value: str) -> str:
+        return _ReplicaFault._replica_name(value)
+
+    def to_worker(self) -> dict[str, object]:
+        """What the rank's watcher reads (`vertexdist_launcher.health`, VERTEXDIST_HEALTH_FAULTS)."""
+        return self.model_dump(exclude={"times"})
+
+
+class HangFault(_RankFault):
+    """That rank blocks after its `after_step`-th step (or `after` it started), as if its data read never
+    returned; injected by the watcher's step hook, so an unchanged script meets it."""
+
+    kind: Literal["hang"] = "hang"
+    after_step: int | None = Field(default=None, ge=0, description="Block after this many steps.")
+    after: float | None = Field(default=None, description="Block at the first step this long after start.")
+
+    @field_validator("after", mode="before")
+    @classmethod
+    def _after(cls, value: object) -> float | None:
+        if value is None or value == 0 or value == "0s":
+            return None if value is None else 0.0
+        return _duration(value)
+
+    @model_validator(mode="after")
+    def _one_moment(self) -> HangFault:
+        if self.after_step is not None and self.after is not None:
+            raise ValueError("give `after_step` or `after`, not both")
+        if self.after_step is None and self.after is None:
+            return self.model_copy(update={"after_step": 1})
+        return self
+
+
+class SlowFault(_RankFault):
+    """That rank's every step takes `delay` longer: a straggler (the watcher's step hook sleeps)."""
+
+    kind: Literal["slow"] = "slow"
+    delay: float = Field(description="Added to each step: seconds (0.2) or a duration (1s).")
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay(cls, value: object) -> float:
+        if isinstance(value, float | int) and not isinstance(value, bool) and 0 < value <= 3600:
+            return float(value)
+        return _duration(value)
+
+
+class ScatteredStartFault(_Fault):
+    """Vertex starts each replica as soon as its VM is ready: each replica's start is delayed by a random
+    amount up to `max_delay`, the same for the same `seed`."""
+
+    kind: Literal["scattered_start"] = "scattered_start"
+    max_delay: float = Field(description="The longest delay of a replica's start, e.g. 120s.")
+    seed: int = Field(default=0, description="The random delays' seed: the same seed, the same delays.")
+
+    @field_validator("max_delay", mode="before")
+    @classmethod
+    def _max_delay(cls, value: object) -> float:
+        return _duration(value)
+
+    def delays(self, replicas: Iterable[str]) -> dict[str, float]:
+        """Each replica's delay, in seconds (pure: seeded)."""
+        chooser = random.Random(self.seed)
+        return {name: round(chooser.uniform(0.0, self.max_delay), 3) for name in sorted(replicas)}
+
+
+Fault = (
+    PreemptFault
+    | StockoutFault
+    | QuotaFault
+    | MaintenanceFault
+    | FlexWaitFault
+    | HangFault
+    | SlowFault
+    | ScatteredStartFault
+)
+RankFault = HangFault | SlowFault
 KINDS: dict[str, type[_Fault]] = {
     "preempt": PreemptFault,
     "stockout": StockoutFault,
     "quota": QuotaFault,
     "maintenance": MaintenanceFault,
     "flex_wait": FlexWaitFault,
+    "hang": HangFault,
+    "slow": SlowFault,
+    "scattered_start": ScatteredStartFault,
 }
 
 
@@ -229,7 +336,8 @@ def _check_entry(
                 f"entry {index}.kind",
                 shown,
                 kind_hint or "kind: " + " | ".join(KINDS),
-            )
+            ),
+            *_unknown_fields(index, entry, source, file),
         ]
     try:
         return KINDS[kind].model_validate(entry), []  # type: ignore[return-value]
@@ -248,6 +356,28 @@ def _check_entry(
                 Problem(file, pos.line, pos.col, f"{_entry_name(index, kind)}.{field}", message, hint)
             )
         return None, problems
+
+
+def _unknown_fields(index: int, entry: dict[Any, Any], source: SourceMap, file: str) -> list[Problem]:
+    """With no valid kind to check against: the fields that no kind takes (`tims`), each a problem."""
+    known = sorted({f for model in KINDS.values() for f in model.model_fields})
+    problems = []
+    for key in entry:
+        if key == "kind" or key in known:
+            continue
+        pos = source.find((index, key), prefer_key=True)
+        close = catalog.did_you_mean(str(key), known)
+        problems.append(
+            Problem(
+                file,
+                pos.line,
+                pos.col,
+                f"entry {index}.{key}",
+                f"unknown field {key!r}: no fault kind takes it",
+                close or "the fields are: " + ", ".join(known),
+            )
+        )
+    return problems
 
 
 def parse_fault_plan(text: str, file: str = "<fault plan>") -> FaultPlan:

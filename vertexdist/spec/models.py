@@ -39,6 +39,7 @@ from vertexdist.spec.catalog_data import (
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
 from vertexdist.spec.experiment import ExperimentSpec
+from vertexdist.spec.health import HealthSpec
 from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE, display_name_problem
 from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
@@ -523,6 +524,13 @@ class JobTemplate(_Strict):
         description=(
             "What `submit --managed` does when an attempt is preempted, stocked out, refused for quota or"
             " fails: how many new attempts, and the fallback places to try."
+        ),
+    )
+    health: HealthSpec | None = Field(
+        default=None,
+        description=(
+            "Rank health: `hang_timeout` (default 30m, `never`: off) ends a job no rank of which makes"
+            " progress; `straggler_ratio` (default 1.5) flags a rank slower than the others."
         ),
     )
 

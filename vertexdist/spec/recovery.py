@@ -24,6 +24,7 @@ FALLBACK_FIELDS: tuple[str, ...] = (
     "staging_bucket",
 )
 DEFAULT_MAX_PREEMPTIONS = 10
+DEFAULT_MAX_HANGS = 2
 
 
 class FallbackSpec(BaseModel):
@@ -64,6 +65,11 @@ class RecoverySpec(BaseModel):
     )
     max_restarts_on_errors: int = Field(
         default=0, ge=0, description="New attempts after the job's own code failed."
+    )
+    max_hangs: int = Field(
+        default=DEFAULT_MAX_HANGS,
+        ge=0,
+        description="New attempts, from the checkpoints, after an attempt was called hung (health:).",
     )
     fallback: list[FallbackSpec] = Field(
         default_factory=list,

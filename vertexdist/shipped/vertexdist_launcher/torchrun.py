@@ -19,6 +19,7 @@ from . import say
 from .cluster import LOOPBACK, Placement
 from .failures import WorkerFailure, failure_lines
 from .gpus import count_gpus
+from .health import HUNG_EXIT, declared_hung
 from .options import LaunchOptions
 from .rendezvous_store import hold_loopback_store
 from .torchrun_args import nproc_per_node, torchrun_args
@@ -75,7 +76,9 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
         failures, first = _failures(exc)
         for line in failure_lines(place.replica, failures, first):
             say(line, error=True)
-        return 1
+        # A rank the health watcher stopped because the job hung: the replica exits with that code too.
+        hung = any(f.exitcode == HUNG_EXIT for f in failures) or declared_hung(env)
+        return HUNG_EXIT if hung else 1
     except SignalException as exc:  # torchrun has stopped its workers
         say(f"{place.replica} stopped by {exc.sigval.name}; torchrun stopped its workers")
         return 128 + int(exc.sigval)

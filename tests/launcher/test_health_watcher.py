@@ -1,0 +1,189 @@
+"""The shipped health watcher in one process: it reads frames, counts optimizer steps with no help from the
+script, writes heartbeats, answers a stacks request, and carries out a fault plan's slow and hang."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertexdist.shipped.vertexdist_launcher import health
+
+TORCH_DIST = "/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py"
+AUTOGRAD = "/usr/lib/python3/site-packages/torch/autograd/__init__.py"
+DATALOADER = "/usr/lib/python3/site-packages/torch/utils/data/dataloader.py"
+
+
+def test_frames_read_as_waiting_loading_or_computing_with_the_users_frame() -> None:
+    user = ("/job/train.py", 50, "train")
+    waiting = health.classify([user, (TORCH_DIST, 10, "all_reduce")])
+    assert waiting == {
+        "state": "waiting",
+        "where": "train (train.py:50)",
+        "what": "the all_reduce",
+        "at": "train.py:50",
+    }
+    backward = health.classify(
+        [user, ("/x/site-packages/torch/_tensor.py", 5, "backward"), (AUTOGRAD, 9, "backward")]
+    )
+    assert (backward["state"], backward["what"]) == ("waiting", "the all-reduce of backward")
+    assert health.classify([user, (DATALOADER, 3, "__next__")])["state"] == "loading"
+    computing = health.classify([user, ("/job/train.py", 23, "fetch_shard")])
+    assert (computing["state"], computing["where"]) == ("computing", "fetch_shard (train.py:23)")
+    # one process, no peers: backward is computing
+    assert health.classify([user, (AUTOGRAD, 9, "backward")], distributed=False)["state"] == "computing"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        health.DIR_VARIABLE: str(tmp_path),
+        "RANK": "3",
+        "LOCAL_RANK": "1",
+        "WORLD_SIZE": "4",
+        "CLUSTER_SPEC": json.dumps({"task": {"type": "workerpool1", "index": 0}}),
+        **extra,
+    }
+
+
+def _wait(predicate: Any, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_optimizer_steps_are_counted_and_written_as_a_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch = pytest.importorskip("torch")
+    watcher = health.Watcher(_env(tmp_path))
+    watcher._register()
+    assert watcher.hooked
+    try:
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            model(torch.ones(1, 2)).sum().backward()
+            optimizer.step()
+        assert watcher.steps == 3
+        watcher.sample()
+        watcher.write_beat()
+        beat = json.loads((tmp_path / "ranks" / "rank-3.json").read_text())
+        assert (beat["rank"], beat["local_rank"], beat["replica"], beat["world_size"]) == (
+            3,
+            1,
+            "workerpool1-0",
+            4,
+        )
+        assert beat["step"] == 3 and beat["first_step_at"] <= beat["last_step_at"]
+        assert beat["step_s"] is not None and beat["own_step_s"] is not None
+    finally:
+        watcher.hook_handle.remove()
+
+
+def test_manual_steps_turn_the_hook_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    watcher = health.Watcher(_env(tmp_path))
+    monkeypatch.setattr(health, "_WATCHER", watcher)
+    health.step()
+    watcher._hook(None, None, None)  # an optimizer step after a manual one is not counted again
+    assert watcher.steps == 1
+
+
+def test_a_stacks_request_is_answered_with_every_thread(tmp_path: Path) -> None:
+    watcher = health.Watcher(_env(tmp_path))
+    (tmp_path / "stacks-1").write_text("")
+    watcher._requests()
+    text = (tmp_path / "stacks" / "rank-3.txt").read_text()
+    assert text.startswith("rank 3 (workerpool1-0, local rank 1) at step 0")
+    assert "Thread MainThread" in text and "test_a_stacks_request_is_answered_with_every_thread" in text
+
+
+def test_slow_and_hang_faults_act_on_the_matching_rank_only(tmp_path: Path) -> None:
+    faults = [
+        {"kind": "slow", "replica": "workerpool1-0", "local_rank": 1, "delay": 0.2},
+        {"kind": "hang", "replica": "workerpool1-0", "local_rank": 1, "after_step": 2, "after": None},
+        {"kind": "hang", "replica": "workerpool1-0", "local_rank": 0, "after_step": 1, "after": None},
+    ]
+    watcher = health.Watcher(_env(tmp_path, **{health.FAULTS_VARIABLE: json.dumps(faults)}))
+    assert len(watcher.faults) == 2  # local rank 0's is not this rank's
+    started = time.monotonic()
+    watcher.on_step()
+    assert time.monotonic() - started >= 0.2  # slow
+    thread = threading.Thread(target=watcher.on_step, daemon=True)
+    thread.start()
+    thread.join(1.0)
+    assert (
+        thread.is_alive() and watcher.steps == 2
+    )  # blocked after its 2nd step, as a read that never returns
+    frames = health._frames(__import__("sys")._current_frames()[thread.ident])
+    assert health.classify(frames)["state"] == "loading"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"CLUSTER_SPEC": '{"cluster": {}}'},  # no task (the bundled trainer run by hand)
+        {"CLUSTER_SPEC": "not json", health.CONFIG_VARIABLE: "[1]", health.FAULTS_VARIABLE: '{"x": 1}'},
+        {health.CONFIG_VARIABLE: '{"hang_timeout": "soon"}', "RANK": "x"},
+    ],
+)
+def test_odd_variables_never_stop_the_watcher_or_the_rank(tmp_path: Path, extra: dict[str, str]) -> None:
+    watcher = health.Watcher({**_env(tmp_path), **extra})
+    assert watcher.replica in ("workerpool0-0", "workerpool1-0") and watcher.faults == []
+    watcher.on_step()
+    watcher.write_beat()
+
+
+def test_on_vertex_a_heartbeat_is_one_json_line_in_the_log_once_the_rank_steps(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env = {
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "CLUSTER_SPEC": json.dumps({"task": {"type": "workerpool0", "index": 0}}),
+    }
+    watcher = health.Watcher(env)
+    watcher.write_beat()
+    assert capsys.readouterr().out == ""  # no step yet: nothing in the log
+    watcher.on_step()
+    watcher.write_beat()
+    line = json.loads(capsys.readouterr().out)
+    assert line["message"] == "vertexdist health: rank 1 step 1"
+    assert line[health.LOG_KEY]["replica"] == "workerpool0-0" and line[health.LOG_KEY]["step"] == 1
+
+
+def test_on_vertex_a_rank_with_no_step_for_hang_timeout_prints_its_stacks_and_exits_hung(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    env = {health.CONFIG_VARIABLE: json.dumps({"hang_timeout": 5}), "CLUSTER_SPEC": "{}"}
+    watcher = health.Watcher(env)
+    watcher._own_hang()
+    assert exits == []  # no step yet: the clock has not started
+    watcher.on_step()
+    watcher._own_hang()
+    assert exits == []
+    assert watcher.last_step_at is not None
+    watcher.last_step_at -= 6
+    watcher._own_hang()
+    assert exits == [health.HUNG_EXIT]
+    err = capsys.readouterr().err
+    assert "hung: no progress for 6s; rank 0 is in" in err and "Thread MainThread" in err
+
+
+def test_the_last_heartbeat_says_exited_with_the_final_step(tmp_path: Path) -> None:
+    watcher = health.Watcher(_env(tmp_path))
+    for _ in range(3):
+        watcher.on_step()
+    watcher.finish()
+    beat = json.loads((tmp_path / "ranks" / "rank-3.json").read_text())
+    assert (beat["state"], beat["step"]) == ("exited", 3)

@@ -1,0 +1,128 @@
+"""A local job's rank-health monitor: reads the heartbeats its workers' watchers write into the run folder
+(`vertexdist_launcher.health`), warns once per straggler, and ends a hung job with the verdict as its error.
+
+local-run and the emulator both run jobs through `LocalJob`, which starts one monitor per job. The decisions
+are `vertexdist.health.verdict`'s (pure); this module only reads files, writes the verdict and acts:
+
+- hung: the verdict goes to `verdict.json`; every watcher then prints its stacks into its log and exits
+  `HUNG_EXIT`. The job fails with the verdict (`impose_failure`); ranks still alive `EXIT_WAIT_S` later are
+  stopped.
+- at the end: `summary.json` keeps the verdict, the stragglers and the end time, for `vertexdist ranks`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from vertexdist.backends.base import JobError
+from vertexdist.health.folder import SUMMARY_FILE, read_beats
+from vertexdist.health.verdict import hang_verdict, straggler_line, stragglers
+from vertexdist.shipped.vertexdist_launcher import health as watcher
+from vertexdist.spec.health import DEFAULT_HANG_TIMEOUT_S, DEFAULT_STRAGGLER_RATIO
+
+TICK_S = 1.0
+EXIT_WAIT_S = 5.0
+CODE_DEADLINE_EXCEEDED = 4  # google.rpc.Code, as the job's timeout
+
+
+class Supervised(Protocol):
+    """What the monitor needs of a LocalJob."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def impose_failure(self, error: JobError, *, stop: bool = False) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class HealthConfig:
+    hang_timeout: float | None = float(DEFAULT_HANG_TIMEOUT_S)
+    straggler_ratio: float = DEFAULT_STRAGGLER_RATIO
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> HealthConfig:
+        raw = env.get(watcher.CONFIG_VARIABLE)
+        if not raw:
+            return cls()
+        try:
+            data = dict(json.loads(raw))
+        except (ValueError, TypeError):
+            return cls()
+        timeout = data.get("hang_timeout", DEFAULT_HANG_TIMEOUT_S)
+        return cls(
+            float(timeout) if timeout else None, float(data.get("straggler_ratio", DEFAULT_STRAGGLER_RATIO))
+        )
+
+
+@dataclass
+class HealthMonitor:
+    job: Supervised
+    health_dir: Path
+    config: HealthConfig = field(default_factory=HealthConfig)
+    clock: Callable[[], float] = time.time
+    verdict: str | None = None
+    flagged: dict[int, float] = field(default_factory=dict)
+
+    def new_attempt(self) -> None:
+        """A new attempt's ranks start afresh: the last attempt's heartbeats and verdict go."""
+        for name in (watcher.BEATS_DIR, watcher.STACKS_DIR):
+            shutil.rmtree(self.health_dir / name, ignore_errors=True)
+        (self.health_dir / watcher.VERDICT_FILE).unlink(missing_ok=True)
+        self.health_dir.mkdir(parents=True, exist_ok=True)
+
+    def check(self) -> str | None:
+        """One look at the heartbeats: warn about new stragglers; the verdict if the job is hung."""
+        beats = read_beats(self.health_dir)
+        by_rank = {int(b["rank"]): b for b in beats}
+        for found in stragglers(beats, self.config.straggler_ratio):
+            if found.rank not in self.flagged:
+                self.job.note(straggler_line(found, by_rank[found.rank]))
+            self.flagged[found.rank] = max(found.slowdown, self.flagged.get(found.rank, 0.0))
+        if self.verdict is None:
+            self.verdict = hang_verdict(beats, self.clock(), self.config.hang_timeout)
+            if self.verdict is not None:
+                self._end_hung(self.verdict)
+        return self.verdict
+
+    def _end_hung(self, verdict: str) -> None:
+        """The job fails with `verdict`; its ranks print their stacks and exit `HUNG_EXIT` themselves (their
+        replicas then exit with it); what is left `EXIT_WAIT_S` later is stopped."""
+        self.job.impose_failure(JobError(CODE_DEADLINE_EXCEEDED, verdict))
+        self.job.note(verdict)
+        path = self.health_dir / watcher.VERDICT_FILE
+        path.write_text(json.dumps({"verdict": verdict, "at": self.clock()}), encoding="utf-8")
+        deadline = time.monotonic() + EXIT_WAIT_S
+        while time.monotonic() < deadline and not self.job.done:
+            time.sleep(0.1)
+        self.job.impose_failure(JobError(CODE_DEADLINE_EXCEEDED, verdict), stop=True)
+
+    def write_summary(self) -> None:
+        summary = {
+            "verdict": self.verdict,
+            "stragglers": [{"rank": r, "slowdown": s} for r, s in sorted(self.flagged.items())],
+            "ended_at": self.clock(),
+        }
+        with contextlib.suppress(OSError):
+            (self.health_dir / SUMMARY_FILE).write_text(json.dumps(summary), encoding="utf-8")
+
+    def run(self) -> None:
+        while not self.job.done:
+            with contextlib.suppress(Exception):  # a broken heartbeat never takes the job down
+                self.check()
+            time.sleep(TICK_S)
+        self.write_summary()
+
+    def start(self) -> HealthMonitor:
+        self.health_dir.mkdir(parents=True, exist_ok=True)
+        threading.Thread(target=self.run, name="vertexdist-health-monitor", daemon=True).start()
+        return self

@@ -1,0 +1,51 @@
+"""The template's `health:` section: when the job is called hung, and when a rank is a straggler.
+
+Pure: no torch, no google. Render passes it to the workers as one variable (`VERTEXDIST_HEALTH`, JSON),
+read by the shipped launcher's watcher (`vertexdist_launcher.health`) and the local runs' monitor.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from vertexdist.spec.durations import ACCEPTED_FORMS, parse_duration
+
+CONFIG_VARIABLE = "VERTEXDIST_HEALTH"  # held equal to vertexdist_launcher.health.CONFIG_VARIABLE by a test
+DEFAULT_HANG_TIMEOUT_S = 1800  # 30 min: longer than a slow checkpoint save or evaluation, far below 7 days
+DEFAULT_STRAGGLER_RATIO = 1.5
+
+
+class HealthSpec(BaseModel):
+    """Rank health: hang and straggler detection (docs/guide/rank-health.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    hang_timeout: int | None = Field(
+        default=DEFAULT_HANG_TIMEOUT_S,
+        description=(
+            "How long no rank may make progress, once every rank has made its first step, before the job"
+            f" is called hung and ended; `never` turns it off. Default 30m. {ACCEPTED_FORMS}."
+        ),
+    )
+    straggler_ratio: float = Field(
+        default=DEFAULT_STRAGGLER_RATIO,
+        gt=1.0,
+        le=100.0,
+        description="A rank whose own step time is over this many times the ranks' median is a straggler.",
+    )
+
+    @field_validator("hang_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: object) -> int | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() == "never"):
+            return None
+        return int(parse_duration(value))
+
+    def env_value(self) -> str:
+        """The value of VERTEXDIST_HEALTH the workers get."""
+        return json.dumps(
+            {"hang_timeout": self.hang_timeout, "straggler_ratio": self.straggler_ratio},
+            separators=(",", ":"),
+        )
