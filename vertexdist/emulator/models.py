@@ -263,13 +263,17 @@ class ModelRegistry:
         if not pipeline.get("modelToUpload"):
             return {}
         location = pipeline["name"].split("/trainingPipelines/")[0]
-        version = self._add(
-            location,
-            pipeline["modelToUpload"],
-            str(pipeline.get("parentModel") or ""),
-            str(pipeline.get("modelId") or ""),
-            lambda name, version_id: model_version(pipeline, job, name, version_id),
-        )
+        try:
+            version = self._add(
+                location,
+                pipeline["modelToUpload"],
+                str(pipeline.get("parentModel") or ""),
+                str(pipeline.get("modelId") or ""),
+                lambda name, version_id: model_version(pipeline, job, name, version_id),
+            )
+        except ApiError as error:  # e.g. its parent model is gone: the pipeline fails, as on Vertex
+            message = f"the model upload failed: {error.message}"
+            return {"state": "PIPELINE_STATE_FAILED", "error": {"code": 9, "message": message}}
         if self._publish is not None and version.get("artifactUri"):
             # The model exists whatever the copy does; a storage hiccup must not fail a finished job.
             with contextlib.suppress(OSError, VertexdistError):

@@ -38,6 +38,7 @@ from vertexdist.spec.catalog_data import (
     MACHINES,
 )
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
+from vertexdist.spec.model_upload import ModelUploadSpec
 from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE
 from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
@@ -518,6 +519,14 @@ class JobTemplate(_Strict):
         description=(
             "What `submit --managed` does when an attempt is preempted, stocked out, refused for quota or"
             " fails: how many new attempts, and the fallback places to try."
+        ),
+    )
+
+    model: ModelUploadSpec | None = Field(
+        default=None,
+        description=(
+            "Upload the trained model to the Model Registry once the job succeeds (a new model, or a new"
+            " version of `parent_model`), served by `serving_container_image_uri`."
         ),
     )
 
