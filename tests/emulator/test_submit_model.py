@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from vertexdist.emulator import Emulator
@@ -22,7 +24,7 @@ def _model_section(**fields: str) -> str:
 
 
 def test_submit_twice_makes_one_model_with_versions_1_and_2(
-    emu: Emulator, cli: Any, write_template: Any
+    emu: Emulator, cli: Any, write_template: Any, tmp_path: Path
 ) -> None:
     first = write_template(SAVES_A_MODEL, name="registered-v1", extra=_model_section(display_name="chapter"))
     code, out, err = cli("submit", str(first), "--follow")
@@ -55,3 +57,23 @@ def test_submit_twice_makes_one_model_with_versions_1_and_2(
     assert [m["name"] for m in emu.store.list(model_name.rsplit("/models/", 1)[0], "models")].count(
         model_name
     ) == 1
+
+    # `vertexdist models ...` reads the same registry.
+    ident = model_name.rsplit("/", 1)[1]
+    code, out, err = cli("models", "versions", model_name)
+    assert code == 0, err
+    assert [line.split()[:2] for line in out.splitlines()] == [["1", "-"], ["2", "default,candidate"]]
+    code, out, err = cli("models", "describe", f"{ident}@1", "--project", "test-proj", "--json")
+    assert code == 0, err
+    assert json.loads(out)["artifactUri"] == f"{output}/model"
+    code, out, err = cli("models", "describe", f"{model_name}@candidate")
+    assert code == 0, err
+    assert out.splitlines()[0] == f"{model_name}@2" and f"made by:      {pipeline2}" in out
+    code, out, err = cli("models", "list", "--project", "test-proj", "--filter", f"model={ident}")
+    assert code == 0, err
+    assert out.split()[:4] == [ident, "chapter", "v2", "default,candidate"]
+    code, _, err = cli("models", "download", f"{model_name}@1", "--to", str(tmp_path / "v1"))
+    assert code == 0, err
+    assert (tmp_path / "v1" / "weights.txt").read_text() == "w"
+    code, _, err = cli("models", "describe", f"{model_name}@nope")
+    assert code == 1 and "nope" in err

@@ -243,6 +243,8 @@ class ModelRegistry:
             if self._store.get(name) is not None:
                 raise ApiError(409, "ALREADY_EXISTS", f"model {name} already exists")
         version = make(name, version_id)
+        if family is not None:  # the display name is the model's, shared by its versions (MODEL_FIELDS)
+            version["displayName"] = family["displayName"]
         stored = with_version(family, version)
         if family is None:
             self._store.insert(stored)
