@@ -189,6 +189,9 @@ def local_run(
     result = _follow(run, events, json_events)
     summary = run.summary()
     run_dir = Path(summary["run_dir"])
+    from vertexdist.jobs.record_store import keep_local_record
+
+    keep_local_record(loaded, run_dir, str(summary.get("job_id") or run_dir.name), fault_plan)
     secrets = run.secret_values
 
     def mask(text: str) -> str:

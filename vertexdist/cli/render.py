@@ -64,6 +64,10 @@ def render(
                 "pass --project PROJECT, set GOOGLE_CLOUD_PROJECT, or put `project:` in the template"
             ),
         )
+    if request:  # the code's git commit as a label, as submit sends it (jobs/run_record.py)
+        from vertexdist.jobs.run_record import with_code_labels
+
+        loaded = with_code_labels(loaded)
     package_uri = None
     if loaded.build is None and loaded.staging_bucket:
         from vertexdist.packaging import planned_package_uri

@@ -122,7 +122,9 @@ class SubmitSession:
         resume_from: str | None,
         in_process: bool,
     ) -> None:
-        self.template = template
+        from vertexdist.jobs.run_record import with_code_labels
+
+        self.template = with_code_labels(template)  # the code's git commit as a label (run_record)
         self.target = target
         self.backend: VertexBackend = vertex_backend(target)
         self.resume_from = resume_from  # the earlier job's output folder (gs://)
@@ -172,6 +174,9 @@ class SubmitSession:
             hooks.on_uploaded(submission, uploaded)
         submission = submission.for_new_job()
         name = backend.schedule(submission)
+        from vertexdist.jobs.record_store import keep_submission_record
+
+        keep_submission_record(backend, self.template, name, submission, hooks.notice)
         return Submitted(name, str(submission.output_dir), self.resume_from is not None, submission)
 
     def _check_resource(self) -> None:
