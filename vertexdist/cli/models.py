@@ -20,8 +20,6 @@ from vertexdist.cli.targets import (
     AsJson,
     EmulatorDataDir,
     Endpoint,
-    ListLocation,
-    ListProject,
     Transport,
     UseEmulator,
 )
@@ -31,6 +29,18 @@ from vertexdist.jobs.where import JobPlace
 models_app = typer.Typer(
     help="Models in the Vertex AI Model Registry, and their versions.", no_args_is_help=True
 )
+ModelProject = Annotated[
+    str | None,
+    typer.Option(
+        "--project",
+        help="Google Cloud project of the models (a full MODEL name names its own;"
+        " default: GOOGLE_CLOUD_PROJECT).",
+    ),
+]
+ModelLocation = Annotated[
+    str | None,
+    typer.Option("--location", help="Vertex region (default: GOOGLE_CLOUD_REGION, then us-central1)."),
+]
 ModelRef = Annotated[
     str,
     typer.Argument(help="MODEL, MODEL@VERSION or MODEL@ALIAS: an id or projects/P/locations/L/models/ID."),
@@ -61,8 +71,8 @@ def list_models(
     filter_text: str = typer.Option(
         "", "--filter", help='Vertex\'s list filter, e.g. labels.team="vision" or display_name="chapter".'
     ),
-    project: ListProject = None,
-    location: ListLocation = None,
+    project: ModelProject = None,
+    location: ModelLocation = None,
     endpoint: Endpoint = None,
     transport: Transport = None,
     emulator: UseEmulator = False,
@@ -87,8 +97,8 @@ def list_models(
 
 def describe(
     ref: ModelRef,
-    project: ListProject = None,
-    location: ListLocation = None,
+    project: ModelProject = None,
+    location: ModelLocation = None,
     endpoint: Endpoint = None,
     transport: Transport = None,
     emulator: UseEmulator = False,
@@ -111,8 +121,8 @@ def describe(
 
 def versions(
     ref: ModelRef,
-    project: ListProject = None,
-    location: ListLocation = None,
+    project: ModelProject = None,
+    location: ModelLocation = None,
     endpoint: Endpoint = None,
     transport: Transport = None,
     emulator: UseEmulator = False,
@@ -136,8 +146,8 @@ def versions(
 def download(
     ref: ModelRef,
     dest: Path = typer.Option(..., "--to", help="Copy the version's files into this folder."),
-    project: ListProject = None,
-    location: ListLocation = None,
+    project: ModelProject = None,
+    location: ModelLocation = None,
     endpoint: Endpoint = None,
     transport: Transport = None,
     emulator: UseEmulator = False,
