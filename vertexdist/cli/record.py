@@ -24,6 +24,8 @@ from vertexdist.cli.targets import (
     Transport,
     UseEmulator,
 )
+from vertexdist.errors import JobFailedError
+from vertexdist.jobs.rerun import wait_for
 from vertexdist.jobs.where import open_job
 
 
@@ -62,6 +64,9 @@ def describe(
 
 def rerun(
     job: AnyJobRef,
+    detach: bool = typer.Option(
+        False, "--detach", help="Return once the job is created; do not wait for it."
+    ),
     project: JobProject = None,
     location: JobLocation = None,
     endpoint: Endpoint = None,
@@ -71,16 +76,24 @@ def rerun(
 ) -> None:
     """Submit JOB's very request again, with the same package bytes; only the output folder is new."""
     from vertexdist.jobs.rerun import rerun as rerun_job
+    from vertexdist.render import output_dir_of
 
     at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
     with open_job(job, at) as (backend, name):
         new, record = rerun_job(backend, name, lambda line: typer.echo(line, err=True))
-    typer.echo(new)
-    output = record["request"]
-    from vertexdist.render import output_dir_of
-
-    typer.echo(f"outputs: {output_dir_of(output)} (a rerun of {name})", err=True)
-    typer.echo(f"follow it: vertexdist status {new}{at.flags}", err=True)
+        typer.echo(new)
+        typer.echo(f"outputs: {output_dir_of(record['request'])} (a rerun of {name})", err=True)
+        if detach:
+            typer.echo(f"follow it: vertexdist status {new}{at.flags}", err=True)
+            return
+        # Waited on here, as submit does: an emulator started for this command stops with it.
+        final = wait_for(backend, new)
+    if final.state != "SUCCEEDED":
+        raise JobFailedError(
+            f"job {final.state}: {final.error or 'no error message'}",
+            hint=f"see its logs: vertexdist logs {new}{at.flags}",
+        )
+    typer.echo(f"job SUCCEEDED: {final.display_name}", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from vertexdist.errors import UsageError
 from vertexdist.jobs.run_record import RECORD_FILE
 
 if TYPE_CHECKING:
+    from vertexdist.backends.base import JobStatus
     from vertexdist.backends.local import LocalBackend
     from vertexdist.backends.vertex import VertexBackend
 
@@ -74,3 +75,12 @@ def rerun(
     except Exception as exc:  # the job exists: say it and go on
         notice(f"the run record of {new} was not kept: {type(exc).__name__}: {exc}")
     return new, again
+
+
+def wait_for(backend: LocalBackend | VertexBackend, name: str) -> JobStatus:
+    """Poll the job until it ends (as submit does: often on an emulator, backing off on Vertex)."""
+    from vertexdist.backends.watch import PollPolicy, watch
+
+    target = getattr(backend, "target", None)
+    policy = PollPolicy(max_s=1.0) if target is not None and target.is_emulator else PollPolicy()
+    return watch(backend, name, on_status=lambda _status: None, policy=policy)
