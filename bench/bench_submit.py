@@ -14,6 +14,9 @@ Run: .venv/bin/python bench/bench_submit.py [--runs N]
 interpreter that has imported torch; `emulator start --warm`), as `submit --emulator` finds one serving its
 data folder: vertexdist's submit (after one untimed submit of the same package) against the SDK's `run()` on
 the same emulator, in turns; the last figure printed is the ratio of the medians (goal <= 0.3x).
+`--warm --model`: the same with a `model:` section (issue 34): our submit also keeps the run record, labels
+the job with its commit and reads back the registered model as `submit --follow` does; the SDK's `run()`
+gets `model_serving_container_image_uri` and `model_display_name`, and returns the uploaded Model.
 """
 
 from __future__ import annotations
@@ -37,16 +40,18 @@ logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 REPO = Path(__file__).resolve().parents[1]
 PROJECT, LOCATION, BUCKET = "bench-proj", "us-central1", "vd-bench"
 PREBUILT = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest"
+SERVING = "us-docker.pkg.dev/vertex-ai/prediction/sklearn-cpu.1-0:latest"
+MODEL_SECTION = f"model:\n  serving_container_image_uri: {SERVING}\n  display_name: bench-model\n"
 
 
-def write_template(folder: Path, name: str, script: str) -> Path:
+def write_template(folder: Path, name: str, script: str, extra: str = "") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "train.py").write_text(script)
     path = folder / "job.yaml"
     path.write_text(
         f"display_name: {name}\nproject: {PROJECT}\nlocation: {LOCATION}\n"
         f"staging_bucket: gs://{BUCKET}/staging\ncontainer_uri: {PREBUILT}\n"
-        "machine_type: n1-standard-4\nreplica_count: 2\ntrainer:\n  script: train.py\n"
+        "machine_type: n1-standard-4\nreplica_count: 2\ntrainer:\n  script: train.py\n" + extra
     )
     return path
 
@@ -60,10 +65,17 @@ def ended_ago(emu: object, name: str) -> float:
 
 
 def submit_until(
-    template_path: Path, emu_data: Path | None, until: str, package_dir: Path, serving: Any = None
+    template_path: Path,
+    emu_data: Path | None,
+    until: str,
+    package_dir: Path,
+    serving: Any = None,
+    *,
+    record: bool = False,
 ) -> tuple[float, str, float]:
     """What `submit --emulator` does, timed from the start until the job reaches `until` (or ends); with
-    `serving`, against that emulator (one already serving the data folder), else one started inside."""
+    `serving`, against that emulator (one already serving the data folder), else one started inside. With
+    `record`, also what `submit` adds for its run record and a `model:` section (issue 34)."""
     from vertexdist.backends.config import resolve_target
     from vertexdist.backends.vertex import VertexBackend
     from vertexdist.backends.watch import PollPolicy, watch
@@ -72,6 +84,10 @@ def submit_until(
 
     start = time.perf_counter()
     template = load_template(template_path)
+    if record:
+        from vertexdist.jobs.run_record import with_code_labels
+
+        template = with_code_labels(template)
     with contextlib.nullcontext(serving) if serving is not None else Emulator(data_dir=emu_data) as emu:
         target = resolve_target(
             env={"STORAGE_EMULATOR_HOST": emu.storage_endpoint},
@@ -84,18 +100,28 @@ def submit_until(
         submission = backend.dryrun(template)
         backend.recent_duplicates(submission, 600)
         backend.upload(submission)
+        submission = submission.for_new_job()
         name = backend.schedule(submission)
+        if record:
+            from vertexdist.jobs.record_store import keep_submission_record
+
+            kept = keep_submission_record(backend, template, name, submission, print)
+            assert kept is not None
         policy = PollPolicy(max_s=1.0)  # as `submit` polls an emulator
         final = watch(
             backend, name, on_status=lambda s: None, until=lambda s: s.state == until or s.done, policy=policy
         )
+        if record and template.model is not None:
+            from vertexdist.jobs.registered_model import uploaded_model
+
+            assert uploaded_model(backend, name) is not None, "no model was registered"
         elapsed = time.perf_counter() - start
         latency = ended_ago(emu, name) if final.done else 0.0
         watch(backend, name, on_status=lambda s: None)  # let it finish before the emulator stops
     return elapsed, final.state, latency
 
 
-def sdk_run(emu: object, script: Path, bucket: str = BUCKET) -> tuple[float, float]:
+def sdk_run(emu: object, script: Path, bucket: str = BUCKET, *, model: bool = False) -> tuple[float, float]:
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import aiplatform
 
@@ -108,10 +134,16 @@ def sdk_run(emu: object, script: Path, bucket: str = BUCKET) -> tuple[float, flo
         api_transport="rest",
     )
     start = time.perf_counter()
+    serving = {"model_serving_container_image_uri": SERVING} if model else {}
     job = aiplatform.CustomTrainingJob(
-        display_name="bench-sdk", script_path=str(script), container_uri=PREBUILT
+        display_name="bench-sdk", script_path=str(script), container_uri=PREBUILT, **serving
     )
-    job.run(replica_count=2, machine_type="n1-standard-4")
+    made = job.run(
+        replica_count=2,
+        machine_type="n1-standard-4",
+        **({"model_display_name": "bench-model"} if model else {}),
+    )
+    assert (made is not None) == model
     return time.perf_counter() - start, ended_ago(emu, job.resource_name)
 
 
@@ -119,28 +151,39 @@ def median(values: list[float]) -> str:
     return f"min {min(values):.2f} s / median {statistics.median(values):.2f} s"
 
 
-def warm_ratio(work: Path, runs: int) -> float:
-    """2. on one `--warm 2` emulator started first: our submit vs the SDK's run(), in turns (medians)."""
+def warm_ratio(work: Path, runs: int, *, model: bool = False) -> float:
+    """2. on one `--warm 2` emulator started first: our submit vs the SDK's run(), in turns (medians); with
+    `model`, both register the model and our submit keeps its run record."""
     from google.cloud import storage as gcs
 
     from vertexdist.emulator import Emulator
 
-    print("== 2 (--warm). a 1 s job, submit -> SUCCEEDED, on one emulator started first with --warm 2")
+    variant = " with model: (and the run record)" if model else ""
+    print(
+        f"== 2 (--warm). a 1 s job{variant}, submit -> SUCCEEDED, on one emulator started first with --warm 2"
+    )
     begin = time.perf_counter()
     with Emulator(data_dir=work / "warm-emu", warm=2) as emu:
         started = time.perf_counter() - begin
         print(f"   emulator and its warm pool started in {started:.2f} s (not timed below)")
         os.environ["STORAGE_EMULATOR_HOST"] = emu.storage_endpoint
-        path = write_template(work / "warm-done", "bench-warm", "import time\ntime.sleep(1)\n")
-        submit_until(path, None, "SUCCEEDED", work / "sdist", emu)  # the package's upload and install
+        script = "import time\ntime.sleep(1)\n"
+        if model:
+            script += "import os, pathlib\n"
+            script += "p = pathlib.Path(os.environ['AIP_MODEL_DIR'].replace('gs://', '/gcs/'))\n"
+            script += "p.mkdir(parents=True, exist_ok=True)\n(p / 'w.txt').write_text('w')\n"
+        path = write_template(work / "warm-done", "bench-warm", script, MODEL_SECTION if model else "")
+        submit_until(
+            path, None, "SUCCEEDED", work / "sdist", emu, record=model
+        )  # the package's upload, install
         gcs.Client(project=PROJECT).create_bucket(BUCKET + "-sdk")
         ours, theirs, our_lag, their_lag = [], [], [], []
         for _ in range(runs):
-            seconds, state, lag = submit_until(path, None, "SUCCEEDED", work / "sdist", emu)
+            seconds, state, lag = submit_until(path, None, "SUCCEEDED", work / "sdist", emu, record=model)
             assert state == "SUCCEEDED", state
             ours.append(seconds)
             our_lag.append(lag)
-            seconds, lag = sdk_run(emu, path.parent / "train.py", BUCKET + "-sdk")
+            seconds, lag = sdk_run(emu, path.parent / "train.py", BUCKET + "-sdk", model=model)
             theirs.append(seconds)
             their_lag.append(lag)
         logs = (work / "warm-emu").glob("jobs/*/logs/*.log")
@@ -159,12 +202,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--warm", action="store_true", help="only 2., on one --warm 2 emulator started first")
+    parser.add_argument("--model", action="store_true", help="with --warm: a template with model: (issue 34)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-submit-"))
     if args.warm:  # after the imports the CLI makes lazily, as in 1.
         importlib.import_module("google.cloud.aiplatform_v1")
         importlib.import_module("vertexdist.emulator.local_runner")
-        warm_ratio(work, args.runs)
+        warm_ratio(work, args.runs, model=args.model)
         return
     # Import what the CLI imports lazily, so the figures are "after import" as the goal states.
     import google.cloud.aiplatform_v1  # noqa: F401

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from vertexdist.spec.model_upload import ModelUploadSpec
 from vertexdist.spec.models import BuildSpec, JobTemplate, TrainerSpec
 from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import ParameterSpec, TuningSpec
@@ -161,6 +162,7 @@ def _field_names(model: type) -> set[str]:
         (TrainerSpec, "templates.md"),
         (BuildSpec, "templates.md"),
         (RecoverySpec, "templates.md"),
+        (ModelUploadSpec, "templates.md"),
     ],
 )
 def test_the_template_page_has_a_row_for_every_field(model: type, page: str) -> None:

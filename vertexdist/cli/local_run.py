@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -189,6 +189,9 @@ def local_run(
     result = _follow(run, events, json_events)
     summary = run.summary()
     run_dir = Path(summary["run_dir"])
+    from vertexdist.jobs.record_store import keep_local_record
+
+    keep_local_record(loaded, run_dir, str(summary.get("job_id") or run_dir.name), fault_plan)
     secrets = run.secret_values
 
     def mask(text: str) -> str:
@@ -200,11 +203,24 @@ def local_run(
         stream = sys.stdout if result.state is JobState.SUCCEEDED else sys.stderr
         for line in summary_lines(result, run_dir, outputs=summary.get("output_path"), mask=mask):
             print(line, file=stream)
+    if result.state is JobState.SUCCEEDED and loaded.model is not None:
+        _model_check(loaded, summary)
     if result.state is JobState.CANCELLED:
         raise typer.Exit(130)
     if result.state is not JobState.SUCCEEDED:
         message = result.error.message if result.error else f"job {result.state.value}"
         raise JobFailedError(message, hint=f"logs: {run_dir / 'logs'}")
+
+
+def _model_check(loaded: Any, summary: dict[str, Any]) -> None:
+    """`model:`: the registration Vertex would make; an empty model folder fails the run."""
+    from vertexdist.jobs.registered_model import local_registration
+
+    lines, problem = local_registration(loaded, summary.get("output_dir"), summary.get("output_path"))
+    for line in lines:
+        typer.echo(line)
+    if problem is not None:
+        raise JobFailedError(problem, hint="save the model under os.environ['AIP_MODEL_DIR']")
 
 
 def register(app: typer.Typer) -> None:

@@ -64,6 +64,10 @@ def render(
                 "pass --project PROJECT, set GOOGLE_CLOUD_PROJECT, or put `project:` in the template"
             ),
         )
+    if request:  # the code's git commit as a label, as submit sends it (jobs/run_record.py)
+        from vertexdist.jobs.run_record import with_code_labels
+
+        loaded = with_code_labels(loaded)
     package_uri = None
     if loaded.build is None and loaded.staging_bucket:
         from vertexdist.packaging import planned_package_uri
@@ -82,6 +86,21 @@ def render(
         else render_job_spec(loaded, package_uri=package_uri, resume_from=resumed)
     )
     typer.echo(dump(mask_secrets(body), output_format), nl=output_format == "json")
+    if not request and loaded.model is not None:
+        _echo_model(loaded, output_format)
+
+
+def _echo_model(loaded: Any, output_format: str) -> None:
+    """The Model the pipeline uploads (`model:`), after the CustomJobSpec: as YAML comments, which keep it
+    a valid `--config` file, or for JSON on stderr."""
+    from vertexdist.render.pipeline import render_model_upload
+
+    text = dump(render_model_upload(loaded), output_format)
+    if output_format == "json":
+        typer.echo("# once the job succeeds, the TrainingPipeline uploads:\n" + text, err=True)
+        return
+    lines = ["once the job succeeds, the TrainingPipeline uploads (render --request shows it in place):"]
+    typer.echo("".join(f"# {line}\n" for line in [*lines, *text.splitlines()]), nl=False)
 
 
 def register(app: typer.Typer) -> None:

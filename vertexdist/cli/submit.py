@@ -171,6 +171,13 @@ def _submit(session: SubmitSession, *, follow: bool, detach: bool, flags: str) -
             hint=f"see its logs: vertexdist logs {name}{flags}",
         )
     typer.echo(f"job SUCCEEDED: {final.display_name}", err=True)
+    if session.template.model is not None:
+        from vertexdist.jobs.registered_model import uploaded_model
+
+        model = uploaded_model(session.backend, name)
+        if model is not None:
+            typer.echo(f"{model[0]}@{model[1]}")
+            typer.echo(f"registered model {model[0]} version {model[1]}", err=True)
 
 
 def register(app: typer.Typer) -> None:

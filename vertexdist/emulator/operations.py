@@ -1,15 +1,18 @@
-"""Vertex's long-running operations, for the methods that return one (deletes).
+"""Vertex's long-running operations, for the methods that return one (deletes, models:upload).
 
 https://cloud.google.com/vertex-ai/docs/reference/rest/Shared.Types/ListOperationsResponse#Operation: a
 delete answers `{name: "{parent}/operations/ID", metadata: {@type: ...DeleteOperationMetadata,
 genericMetadata: {createTime, updateTime}}, done: true, response: {@type: google.protobuf.Empty}}`. The
 emulator finishes every such operation before answering, so a client's `operation.result()` never polls;
-`GET /v1/{operation}` still answers, for clients that poll anyway. Any collection's delete can use this.
+`GET /v1/{operation}` still answers, for clients that poll anyway. Any collection's delete can use this;
+an upload answers `response: {@type: ...UploadModelResponse, model, modelVersionId}` with
+UploadModelOperationMetadata.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from vertexdist.emulator.store import JobStore, Resource, new_id
 from vertexdist.wire.proto_json import now_rfc3339
@@ -23,10 +26,19 @@ def metadata_type(version: str, message: str = "DeleteOperationMetadata") -> str
     return f"{_TYPE_PREFIX}google.cloud.aiplatform.{version}.{message}"
 
 
+def response_type(version: str, message: str) -> str:
+    """The `@type` of an operation's response message of the API (e.g. UploadModelResponse)."""
+    return metadata_type(version, message)
+
+
 def finished_operation(
-    parent: str, version: str, metadata_message: str = "DeleteOperationMetadata"
+    parent: str,
+    version: str,
+    metadata_message: str = "DeleteOperationMetadata",
+    response: dict[str, Any] | None = None,
 ) -> Resource:
-    """A done operation under `parent` (projects/P/locations/L) whose response is Empty (pure)."""
+    """A done operation under `parent` (projects/P/locations/L) whose response is `response` (with its
+    `@type`), Empty when None (pure)."""
     stamp = now_rfc3339()
     return {
         "name": f"{parent}/operations/{new_id()}",
@@ -35,7 +47,7 @@ def finished_operation(
             "genericMetadata": {"createTime": stamp, "updateTime": stamp},
         },
         "done": True,
-        "response": {"@type": EMPTY_TYPE},
+        "response": response if response is not None else {"@type": EMPTY_TYPE},
     }
 
 
@@ -49,6 +61,13 @@ class Operations:
         """Do `work` (it raises ApiError to refuse), then record and return its finished operation."""
         work()
         return self._store.insert(finished_operation(parent, version))
+
+    def answer(
+        self, parent: str, version: str, metadata_message: str, work: Callable[[], dict[str, Any]]
+    ) -> Resource:
+        """Do `work` (it raises ApiError to refuse), then record and return the finished operation whose
+        response is what `work` returned (with its `@type`)."""
+        return self._store.insert(finished_operation(parent, version, metadata_message, work()))
 
     def get(self, name: str) -> Resource | None:
         return self._store.get(name)

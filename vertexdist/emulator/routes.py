@@ -1,6 +1,6 @@
 """The emulator's routes beyond Create/Get/List/Cancel of jobs, registered in one table.
 
-Delete of CustomJobs and TrainingPipelines (long-running operations), ModelService Get/List/Delete, and
+Delete of CustomJobs and TrainingPipelines (long-running operations), ModelService (`models_api`), and
 Get of an operation (`/v1/{parent}/operations/ID`, also under a resource, as the REST clients' operations
 client asks). `http_api` asks `EmulatorRoutes.answer` first; None means "not mine".
 """
@@ -14,6 +14,7 @@ from typing import Any
 
 from vertexdist.emulator.deletion import delete_job
 from vertexdist.emulator.models import ModelRegistry
+from vertexdist.emulator.models_api import ModelsApi
 from vertexdist.emulator.operations import Operations
 from vertexdist.emulator.persistent_resources import PersistentResourceRoutes, PersistentResources
 from vertexdist.emulator.service import ApiError, EmulatorService
@@ -37,10 +38,6 @@ class Call:
 Handler = Callable[["EmulatorRoutes", Call], dict[str, Any]]
 
 
-def _visible(resource: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in resource.items() if not k.startswith("_")}
-
-
 class EmulatorRoutes:
     """The table of (verb, path pattern, handler) and the state the handlers work on."""
 
@@ -48,6 +45,7 @@ class EmulatorRoutes:
         self.service = service
         self.models = models
         self.operations = operations
+        self.models_api = ModelsApi(service.store, models, operations)
         resources = PersistentResources(service.store, service)
         self.persistent_resources = PersistentResourceRoutes(resources)
         service.check_placement = resources.check_job
@@ -56,6 +54,8 @@ class EmulatorRoutes:
         self, verb: str, path: str, query: dict[str, str], read_body: ReadBody
     ) -> dict[str, Any] | None:
         answered = self.persistent_resources.answer(verb, path, query, read_body)
+        if answered is None:
+            answered = self.models_api.answer(verb, path, query, read_body)
         if answered is not None:
             return answered
         for route_verb, pattern, handler in _ROUTES:
@@ -69,35 +69,6 @@ class EmulatorRoutes:
     def delete_job(self, call: Call) -> dict[str, Any]:
         name = f"{call.parent}/{call.ident}"  # ident is COLLECTION/ID here
         return self.operations.run(call.parent, call.version, lambda: delete_job(self.service.store, name))
-
-    def get_model(self, call: Call) -> dict[str, Any]:
-        name = f"{call.parent}/models/{call.ident}"
-        found = self.models.get(name)
-        if found is None:
-            raise ApiError.not_found(name)
-        return _visible(found)
-
-    def list_models(self, call: Call) -> dict[str, Any]:
-        try:
-            page_size = int(call.query.get("pageSize") or 0)
-        except ValueError:
-            raise ApiError.invalid(f"pageSize {call.query['pageSize']!r} is not a number") from None
-        items, token = self.service.list(
-            call.parent, "models", call.query.get("filter", ""), page_size, call.query.get("pageToken", "")
-        )
-        out: dict[str, Any] = {"models": [_visible(m) for m in items]}
-        if token:
-            out["nextPageToken"] = token
-        return out
-
-    def delete_model(self, call: Call) -> dict[str, Any]:
-        name = f"{call.parent}/models/{call.ident}"
-
-        def work() -> None:
-            if self.models.delete(name) is None:
-                raise ApiError.not_found(name)
-
-        return self.operations.run(call.parent, call.version, work)
 
     def get_operation(self, call: Call) -> dict[str, Any]:
         name = f"{call.parent}/operations/{call.ident}"
@@ -115,9 +86,6 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
         re.compile(rf"^/{_PARENT}/((?:{'|'.join(DELETABLE_JOBS)})/[^/:]+)$"),
         EmulatorRoutes.delete_job,
     ),
-    ("GET", re.compile(rf"^/{_PARENT}/models/([^/:]+)$"), EmulatorRoutes.get_model),
-    ("GET", re.compile(rf"^/{_PARENT}/models()$"), EmulatorRoutes.list_models),
-    ("DELETE", re.compile(rf"^/{_PARENT}/models/([^/:]+)$"), EmulatorRoutes.delete_model),
     ("GET", re.compile(_OPERATION + "$"), EmulatorRoutes.get_operation),
     (
         "POST",

@@ -126,8 +126,9 @@ class SubmitSession:
         in_process: bool,
     ) -> None:
         from vertexdist.jobs.emulator_storage import with_emulator_storage
+        from vertexdist.jobs.run_record import with_code_labels
 
-        self.template = template
+        self.template = with_code_labels(template)  # the code's git commit as a label (run_record)
         # An emulator's endpoint brings its Cloud Storage's (for the package upload): jobs.emulator_storage.
         self.target = target = with_emulator_storage(target)
         self.backend: VertexBackend = vertex_backend(target)
@@ -181,6 +182,9 @@ class SubmitSession:
             hooks.on_uploaded(submission, uploaded)
         submission = submission.for_new_job()
         name = backend.schedule(submission)
+        from vertexdist.jobs.record_store import keep_submission_record
+
+        keep_submission_record(backend, self.template, name, submission, hooks.notice)
         return Submitted(name, str(submission.output_dir), self.resume_from is not None, submission)
 
     def _check_resource(self) -> None:

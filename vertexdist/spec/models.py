@@ -40,6 +40,7 @@ from vertexdist.spec.catalog_data import (
 from vertexdist.spec.durations import ACCEPTED_FORMS, DURATION_PATTERN, parse_duration
 from vertexdist.spec.experiment import ExperimentSpec
 from vertexdist.spec.health import HealthSpec
+from vertexdist.spec.model_upload import ModelUploadSpec
 from vertexdist.spec.names import BUNDLED_TRAINER, SCRIPT_PACKAGE, display_name_problem
 from vertexdist.spec.recovery import RecoverySpec
 from vertexdist.spec.tuning import TuningSpec
@@ -531,6 +532,14 @@ class JobTemplate(_Strict):
         description=(
             "Rank health: `hang_timeout` (default 30m, `never`: off) ends a job no rank of which makes"
             " progress; `straggler_ratio` (default 1.5) flags a rank slower than the others."
+        ),
+    )
+
+    model: ModelUploadSpec | None = Field(
+        default=None,
+        description=(
+            "Upload the trained model to the Model Registry once the job succeeds (a new model, or a new"
+            " version of `parent_model`), served by `serving_container_image_uri`."
         ),
     )
 

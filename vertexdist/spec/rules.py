@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog, limits, ray_rules, script_rules, strategy_rules
+from vertexdist.spec import catalog, limits, model_upload, ray_rules, script_rules, strategy_rules
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -511,6 +511,7 @@ RULES: tuple[Rule, ...] = (
     *ray_rules.RULES,
     *strategy_rules.RULES,
     *script_rules.RULES,
+    *model_upload.RULES,
     *TUNING_RULES,
     fallbacks_are_valid_jobs(
         (machine_fits, location_known, strategy_known, gcs_uris, reduction_server_needs_gpu_workers)

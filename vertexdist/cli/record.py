@@ -1,0 +1,101 @@
+"""`vertexdist describe JOB` and `vertexdist rerun JOB`: what made a job (its run record: the template's
+text, the request as sent, the package's SHA-256 or the image digest, the code's git commit and whether it
+was dirty, the fault plan, the attempts), and the very same job again with only a new output folder.
+
+JOB is a Vertex or emulator job (its record is beside its outputs) or, for describe, a local run's id or
+folder. Exit codes: 0 fine; 1 the call failed or there is no record; 2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from vertexdist.cli.jobs import AnyJobRef, place
+from vertexdist.cli.record_view import record_lines
+from vertexdist.cli.targets import (
+    EMULATOR_DATA_DIR,
+    AsJson,
+    EmulatorDataDir,
+    Endpoint,
+    JobLocation,
+    JobProject,
+    Transport,
+    UseEmulator,
+)
+from vertexdist.errors import JobFailedError
+from vertexdist.jobs.rerun import wait_for
+from vertexdist.jobs.where import open_job
+
+
+def describe(
+    job: AnyJobRef,
+    template: bool = typer.Option(False, "--template", help="Print the template's text as it was submitted."),
+    request: bool = typer.Option(
+        False, "--request", help="Print the request as it was sent (secrets masked)."
+    ),
+    project: JobProject = None,
+    location: JobLocation = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
+    emulator: UseEmulator = False,
+    emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
+    as_json: AsJson = False,
+) -> None:
+    """Show what made a job: its template, request, package or image, code commit, fault plan, attempts."""
+    from vertexdist.jobs.rerun import read_record
+    from vertexdist.render import mask_secrets
+
+    at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    with open_job(job, at) as (backend, name):
+        record = read_record(backend, name)
+    shown = {**record, "request": mask_secrets(record["request"])}
+    if as_json:
+        typer.echo(json.dumps(shown, indent=2))
+    elif template:
+        typer.echo((record.get("template") or {}).get("text") or "", nl=False)
+    elif request:
+        typer.echo(json.dumps(shown["request"], indent=2))
+    else:
+        for line in record_lines(shown):
+            typer.echo(line)
+
+
+def rerun(
+    job: AnyJobRef,
+    detach: bool = typer.Option(
+        False, "--detach", help="Return once the job is created; do not wait for it."
+    ),
+    project: JobProject = None,
+    location: JobLocation = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
+    emulator: UseEmulator = False,
+    emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
+) -> None:
+    """Submit JOB's very request again, with the same package bytes; only the output folder is new."""
+    from vertexdist.jobs.rerun import rerun as rerun_job
+    from vertexdist.render import output_dir_of
+
+    at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    with open_job(job, at) as (backend, name):
+        new, record = rerun_job(backend, name, lambda line: typer.echo(line, err=True))
+        typer.echo(new)
+        typer.echo(f"outputs: {output_dir_of(record['request'])} (a rerun of {name})", err=True)
+        if detach:
+            typer.echo(f"follow it: vertexdist status {new}{at.flags}", err=True)
+            return
+        # Waited on here, as submit does: an emulator started for this command stops with it.
+        final = wait_for(backend, new)
+    if final.state != "SUCCEEDED":
+        raise JobFailedError(
+            f"job {final.state}: {final.error or 'no error message'}",
+            hint=f"see its logs: vertexdist logs {new}{at.flags}",
+        )
+    typer.echo(f"job SUCCEEDED: {final.display_name}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("describe")(describe)
+    app.command("rerun")(rerun)

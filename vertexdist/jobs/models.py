@@ -1,0 +1,48 @@
+"""Where `vertexdist models ...` sends its calls: Vertex by the flags and the environment, or with
+`--emulator` the local emulator over its folder (the one serving it, else one started for the command),
+as the job commands reach them (`jobs.where`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from vertexdist.jobs.find import project_backend
+from vertexdist.jobs.where import JobPlace, reach
+
+if TYPE_CHECKING:
+    from vertexdist.backends.vertex.models import RegisteredModels
+
+NO_PROJECT_HINT = (
+    "pass --project PROJECT or set GOOGLE_CLOUD_PROJECT; for the emulator's models, add --emulator"
+)
+
+
+def place_of(ref: str | None, place: JobPlace) -> JobPlace:
+    """A full model name names its own project and location, over the flags."""
+    from dataclasses import replace
+
+    if ref and ref.startswith("projects/"):
+        parts = ref.partition("@")[0].split("/")
+        if len(parts) == 6 and parts[2] == "locations" and parts[4] == "models":
+            return replace(place, project=parts[1], location=parts[3])
+    return place
+
+
+@contextmanager
+def open_models(place: JobPlace, env: Mapping[str, str] = os.environ) -> Iterator[RegisteredModels]:
+    """The models of the place's project and location, usable until the `with` ends."""
+    from vertexdist.backends.vertex.models import RegisteredModels
+
+    with reach(place, env) as (reached, reached_env):
+        backend = project_backend(
+            reached.project,
+            reached.location,
+            reached.endpoint,
+            reached.transport,
+            reached_env,
+            no_project_hint=NO_PROJECT_HINT,
+        )
+        yield RegisteredModels(backend.target)
