@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,8 @@ BAD_PATHS = [
     "/api/logs/local/..%2F..%2Fsecret.txt",
     "/api/metrics/local/{ok}/trials/1",
     "/api/status/vertex/customJobs/1",  # no Vertex target here
+    "/api/ranks/vertex/customJobs/1",
+    "/api/ranks/local/..%2F..%2Fsecret.txt",
     "/static/../app.py",
     "/static/..%2fapp.py",
     "/static/%2e%2e/%2e%2e/secret.txt",
@@ -222,3 +225,57 @@ def test_no_route_answers_500_to_fuzzed_requests(
         body = answer.read()
     assert answer.status_code < 500, (path, query, answer.status_code)
     assert SECRET.encode() not in body
+
+
+def _write_beats(health: Path) -> None:
+    """Three ranks' heartbeats, as their watchers write them (`Watcher.write_beat`): rank 1 loads data at
+    step 6 while ranks 0 and 2 wait in the all-reduce at step 8; rank 2's steps take four times as long."""
+    from vertexdist.shipped.vertexdist_launcher import health as watcher
+
+    now = time.time()
+    for rank, steps, step_s, state in (
+        (0, 8, 0.1, "waiting"),
+        (1, 6, 0.1, "loading"),
+        (2, 8, 0.4, "waiting"),
+    ):
+        spec = {"task": {"type": f"workerpool{min(rank, 1)}", "index": max(rank - 1, 0)}}
+        env = {
+            watcher.DIR_VARIABLE: str(health),
+            "RANK": str(rank),
+            "LOCAL_RANK": "0",
+            "WORLD_SIZE": "3",
+            "CLUSTER_SPEC": json.dumps(spec),
+        }
+        w = watcher.Watcher(env)
+        w.steps, w.first_step_at, w.last_step_at = steps, now - 100, now - 60
+        w.durations.extend([step_s] * steps)
+        w.last = {"state": state, "where": f"step_{rank} (train.py:{rank + 10})", "what": "", "at": ""}
+        w.write_beat()
+
+
+def test_ranks_panel_data(client: TestClient, runs: dict[str, Any]) -> None:
+    from vertexdist.health.folder import read_beats
+    from vertexdist.health.verdict import hang_verdict
+
+    health = runs["runs"] / runs["failed"] / "health"
+    _write_beats(health)
+    verdict = hang_verdict(read_beats(health), time.time(), 30.0)
+    assert verdict is not None
+    (health / "verdict.json").write_text(json.dumps({"verdict": verdict, "at": time.time()}))
+
+    data = client.get(f"/api/ranks/local/{runs['failed']}").json()
+    assert data["note"] == "" and data["verdict"] == verdict
+    assert data["columns"][:4] == ["RANK", "REPLICA", "LOCAL", "STEP"]
+    rows = {r["rank"]: r for r in data["rows"]}
+    assert sorted(rows) == [0, 1, 2]
+    assert rows[1]["cells"][:4] == ["1", "workerpool1-0", "0", "6"]
+    assert rows[1]["cells"][8:10] == ["loading", "step_1 (train.py:11)"]
+    assert [r for r in rows if rows[r]["culprit"]] == [1]  # the hung job's culprit: the rank not waiting
+    assert [r for r in rows if rows[r]["straggler"]] == [2]
+    assert rows[2]["cells"][-1] == "yes (4x)" and rows[2]["own_step_s"] == 0.4
+    assert rows[0]["step"] == 8
+
+    # A job whose ranks left no heartbeats: no rows, no note; an unknown job: 404.
+    empty = client.get(f"/api/ranks/local/{runs['ok']}").json()
+    assert empty["rows"] == [] and empty["verdict"] is None
+    assert client.get("/api/ranks/local/local-20240501-120000-ab12").status_code == 404

@@ -217,6 +217,12 @@ def test_job_page_replicas_state_logs_and_the_runs_chart(
     assert page.locator('figure.chart[data-tag="epoch/accuracy"]').count() == 1
     assert page.locator('figure.chart[data-tag="train/loss"]').count() == 1
     assert "SUCCEEDED" in page.locator("#timeline").inner_text()
+    # The Ranks panel: one row per rank of the trainer's two replicas, from their heartbeats.
+    page.wait_for_selector("#ranks-table tbody tr", timeout=15_000)
+    assert page.locator("#ranks-table tbody tr td:nth-child(2)").all_inner_texts() == [
+        "workerpool0-0",
+        "workerpool1-0",
+    ]
     shot(page, "console-job", tmp_path)
 
     page.select_option("#log-replica", "workerpool1-0")

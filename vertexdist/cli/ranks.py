@@ -15,36 +15,9 @@ import typer
 
 from vertexdist.cli.targets import EMULATOR_DATA_DIR, EmulatorDataDir, UseEmulator
 from vertexdist.errors import UsageError
+from vertexdist.health.table import COLUMNS, HEADS, cells
 
 WATCH_EVERY_S = 2.0
-COLUMNS = (
-    ("rank", "RANK"),
-    ("replica", "REPLICA"),
-    ("local_rank", "LOCAL"),
-    ("step", "STEP"),
-    ("steps_per_s", "STEPS/S"),
-    ("own_step_s", "OWN STEP"),
-    ("wait_share", "WAITING"),
-    ("last_progress_s", "LAST STEP"),
-    ("state", "STATE"),
-    ("where", "WHERE"),
-    ("straggler", "STRAGGLER"),
-)
-
-
-def _cell(key: str, row: dict[str, Any]) -> str:
-    value = row.get(key)
-    if value is None:
-        return "-"
-    if key == "own_step_s":
-        return f"{value * 1000:.0f}ms"
-    if key == "wait_share":
-        return f"{value * 100:.0f}%"
-    if key == "last_progress_s":
-        return f"{value:g}s ago"
-    if key == "straggler":
-        return f"yes ({row['slowdown']:g}x)" if value and row.get("slowdown") else ("yes" if value else "")
-    return str(value)
 
 
 def table(found: dict[str, Any]) -> str:
@@ -52,9 +25,9 @@ def table(found: dict[str, Any]) -> str:
     rows = found["ranks"]
     if not rows:
         return "no heartbeats yet: no rank has started (or the job ran before vertexdist watched its ranks)"
-    cells = [[head for _key, head in COLUMNS]] + [[_cell(key, row) for key, _h in COLUMNS] for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in cells]
+    lines_of = [list(HEADS)] + [cells(row) for row in rows]
+    widths = [max(len(line[i]) for line in lines_of) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines_of]
     if found.get("verdict"):
         lines.append(str(found["verdict"]))
     return "\n".join(lines)

@@ -280,6 +280,13 @@ def build_app(
             return JSONResponse({"series": [], "problem": exc.message})
         return JSONResponse({"series": [s.to_json() for s in series]})
 
+    # --- the job page's Ranks panel (console.ranks) ---------------------------------------------
+    async def ranks_json(request: Request) -> Response:
+        from vertexdist.console.ranks import ranks_data
+
+        ref = _ref(request)
+        return JSONResponse(await run_in_threadpool(ranks_data, console, ref))
+
     async def jobs_json(request: Request) -> Response:
         rows, problems = await run_in_threadpool(console.rows)
         return JSONResponse({"jobs": [_row_json(row) for row in rows], "problems": problems})
@@ -396,6 +403,7 @@ def build_app(
             Route("/api/status/{ref:path}", status_json),
             Route("/api/metrics/{ref:path}", metrics_json),
             Route("/api/logs/{ref:path}", log_stream),
+            Route("/api/ranks/{ref:path}", ranks_json),  # the Ranks panel
             Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=middleware,

@@ -177,6 +177,68 @@
     if (job.dataset.done !== "true") setTimeout(() => drawMetrics(job), METRICS_EVERY_MS);
   }
 
+  // --- ranks: the `vertexdist ranks` table and each rank's own step time, from its heartbeats ---------
+  const RANKS_EVERY_MS = 2000;
+  const rankPoints = new Map(); // rank -> [{x: step, y: own step s}], gathered while the page is open
+
+  async function drawRanks(job) {
+    const box = document.getElementById("ranks");
+    if (!box) return;
+    const note = document.getElementById("ranks-note");
+    let data;
+    try {
+      const answer = await fetch(box.dataset.src, { headers: { accept: "application/json" } });
+      if (!answer.ok) throw new Error("HTTP " + answer.status);
+      data = await answer.json();
+    } catch (error) {
+      note.textContent = "Rank health could not be read: " + error.message;
+      if (job.dataset.done !== "true") setTimeout(() => drawRanks(job), RANKS_EVERY_MS);
+      return;
+    }
+    const table = document.getElementById("ranks-table");
+    const verdict = document.getElementById("ranks-verdict");
+    verdict.textContent = data.verdict || "";
+    verdict.hidden = !data.verdict;
+    if (data.note || !data.rows.length) {
+      note.textContent = data.note || "No heartbeats yet: no rank has made its first step.";
+      note.hidden = false;
+      table.hidden = true;
+    } else {
+      note.hidden = true;
+      table.hidden = false;
+      table.tHead.rows[0].replaceChildren(...data.columns.map((head) => el("th", {}, head)));
+      table.tBodies[0].replaceChildren(...data.rows.map((r) => {
+        const marks = [r.straggler ? "straggler" : "", r.culprit ? "culprit" : ""].filter(Boolean);
+        const row = el("tr", { "data-rank": String(r.rank), class: marks.join(" ") });
+        r.cells.forEach((text, i) => {
+          const cell = el("td", {}, text);
+          if (i === 0 && r.culprit) cell.append(" ", el("span", { class: "mark culprit-mark", title: "the rank the others wait for" }, "culprit"));
+          if (i === 0 && r.straggler) cell.append(" ", el("span", { class: "mark straggler-mark", title: "slower than the other ranks" }, "straggler"));
+          row.append(cell);
+        });
+        return row;
+      }));
+      for (const r of data.rows) {
+        if (r.own_step_s === null) continue;
+        const points = rankPoints.get(r.rank) || [];
+        if (!points.length || points[points.length - 1].x < r.step) points.push({ x: r.step, y: r.own_step_s });
+        rankPoints.set(r.rank, points);
+      }
+      const datasets = [...rankPoints.entries()].sort((a, b) => a[0] - b[0]).map(([rank, points], i) => ({
+        label: "rank " + rank,
+        data: points,
+        borderColor: COLORS[i % COLORS.length],
+        backgroundColor: COLORS[i % COLORS.length],
+        pointRadius: points.length > 60 ? 0 : 2,
+        borderWidth: 1.5,
+      }));
+      if (datasets.some((d) => d.data.length)) {
+        lineChart(document.getElementById("ranks-charts"), "ranks:own-step", "own step time per rank (s)", "step", datasets);
+      }
+    }
+    if (job.dataset.done !== "true" && !data.ended) setTimeout(() => drawRanks(job), RANKS_EVERY_MS);
+  }
+
   function drawTrials() {
     const holder = document.getElementById("trial-data");
     const box = document.getElementById("trial-charts");
@@ -234,6 +296,7 @@
     if (!job) return;
     followLogs(job);
     drawMetrics(job);
+    drawRanks(job);
     drawTrials();
   });
 })();
