@@ -1,0 +1,134 @@
+"""`vertexdist shell`: the replica's variables and argv (pure), and a command run in a live local replica."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from vertexdist.jobs import shell
+
+SPEC = json.dumps({"cluster": {}, "task": {"type": "workerpool1", "index": 0}})
+
+
+def _replica(own_mounts: bool, own_users: bool, **env: str) -> shell.Replica:
+    return shell.Replica(42, {"CLUSTER_SPEC": SPEC, **env}, "/work/r", own_mounts, own_users)
+
+
+def test_environ_and_task() -> None:
+    env = shell.parse_environ(b"A=1\0CLUSTER_SPEC=" + SPEC.encode() + b"\0EMPTY=\0junk\0B=x=y\0")
+    assert env == {"A": "1", "CLUSTER_SPEC": SPEC, "EMPTY": "", "B": "x=y"}
+    assert shell.task_of(env) == "workerpool1-0"
+    assert shell.task_of({"CLUSTER_SPEC": "not json"}) is None and shell.task_of({}) is None
+
+
+def test_shell_env_drops_vertexdist_own_and_keeps_the_terminal() -> None:
+    replica = {
+        "CLUSTER_SPEC": SPEC,
+        "VERTEXDIST_HEALTH_DIR": "/r/health",
+        "VERTEXDIST_JOB_TOKEN": "t",
+        "LANG": "C",
+    }
+    env = shell.shell_env(replica, {"TERM": "xterm", "LANG": "fr_FR", "HOME": "/me"}, "workerpool1-0")
+    assert env == {"CLUSTER_SPEC": SPEC, "LANG": "C", "TERM": "xterm", "VERTEXDIST_SHELL": "workerpool1-0"}
+
+
+def test_argv_enters_the_namespace_only_when_the_replica_has_its_own() -> None:
+    plain = _replica(own_mounts=False, own_users=False)
+    assert shell.shell_argv("/bin/bash", None, plain, "/usr/bin/nsenter") == (["/bin/bash"], "/work/r")
+    mapped = _replica(own_mounts=True, own_users=True)
+    argv, cwd = shell.shell_argv("/bin/sh", "pwd", mapped, "/usr/bin/nsenter")
+    assert cwd is None
+    assert argv == [
+        "/usr/bin/nsenter", "--target", "42", "--user", "--preserve-credentials",
+        "--mount", "--root", "--wd", "--", "/bin/sh", "-c", "pwd",
+    ]  # fmt: skip
+    as_root = shell.shell_argv("/bin/sh", None, _replica(own_mounts=True, own_users=False), "nsenter")[0]
+    assert "--user" not in as_root and "--mount" in as_root
+    # No nsenter: the shell runs in the replica's folder, told where gs:// is.
+    no_ns = _replica(own_mounts=True, own_users=True, VERTEXDIST_GCS_ROOT="/r/gcs")
+    assert shell.shell_argv("/bin/sh", None, no_ns, None) == (["/bin/sh"], "/work/r")
+    assert "/r/gcs/B/PATH" in (shell.gcs_note(no_ns, None) or "")
+    assert shell.gcs_note(mapped, "/usr/bin/nsenter") is None
+
+
+def test_vertex_message() -> None:
+    uris = {"workerpool0-0": "https://abc-dot-us-central1.aiplatform-training.googleusercontent.com"}
+    assert uris["workerpool0-0"] in shell.vertex_message("workerpool0-0", uris, True)
+    assert "enable_web_access: true" in shell.vertex_message("workerpool0-0", {}, False)
+    assert "workerpool0-0" in shell.vertex_message("workerpool1-0", uris, True)
+    assert "try again" in shell.vertex_message("workerpool0-0", {}, True)
+
+
+SLEEPER = "import os, pathlib, time; pathlib.Path('here.txt').write_text(os.getcwd()); time.sleep(60)"
+
+
+def test_shell_command_runs_in_a_live_local_replica(tmp_path: Path) -> None:
+    from vertexdist.backends.local import LocalBackend
+    from vertexdist.backends.local.prepare import LocalOptions, new_job_id
+    from vertexdist.local.environment import JobContext
+    from vertexdist.local.request import build_request
+    from vertexdist.wire.job_spec import parse_job_spec
+
+    runs = tmp_path / "runs"
+    job_id = new_job_id()
+    run_dir = runs / job_id
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": 1,
+        "containerSpec": {
+            "imageUri": "example.com/standin:latest",
+            "command": [sys.executable, "-c", SLEEPER],
+        },
+    }
+    spec = {
+        "workerPoolSpecs": [pool, pool],
+        "baseOutputDirectory": {"outputUriPrefix": f"gs://b/out/{job_id}"},
+    }
+    ctx = JobContext(job_id=job_id, project="p", region="us-central1", gcs_root=str(run_dir / "gcs"))
+    request = build_request(parse_job_spec(spec), ctx, run_dir=run_dir, sdists={}, cache_dir=tmp_path / "c")
+    backend = LocalBackend(LocalOptions(runs_dir=runs))
+    backend.schedule(request)
+    try:
+        deadline = time.monotonic() + 20
+        found = None
+        while time.monotonic() < deadline and found is None:
+            found = shell.find_replica(run_dir / "health", "workerpool1-0")
+            time.sleep(0.1)
+        assert found is not None
+        here = Path(found.cwd) / "here.txt"
+        while time.monotonic() < deadline and not here.exists():
+            time.sleep(0.1)
+        (run_dir / "gcs" / "b").mkdir(parents=True, exist_ok=True)
+        (run_dir / "gcs" / "b" / "seen.txt").write_text("from gcs")
+        script = 'cat here.txt; echo; pwd; printf "%s\\n" "$CLUSTER_SPEC"; cat /gcs/b/seen.txt || echo none'
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vertexdist",
+                "shell",
+                str(run_dir),
+                "--replica",
+                "workerpool1-0",
+                "-c",
+                script,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
+        assert done.returncode == 0, done.stderr
+        written, pwd, cluster, gcs = done.stdout.splitlines()[:4]
+        assert pwd == written == found.cwd
+        task = json.loads(cluster)["task"]
+        assert (task["type"], task["index"]) == ("workerpool1", 0)
+        if found.own_mounts:  # the replica sees the run folder's gcs/ at /gcs: so does the shell
+            assert gcs == "from gcs"
+    finally:
+        backend.cancel(job_id)
+        backend.job(job_id).wait(30)

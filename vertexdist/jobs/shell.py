@@ -1,0 +1,164 @@
+"""`vertexdist shell JOB`: a shell in a live replica's environment.
+
+A local or emulator job's replica is a process group on this machine, started with the job's run folder's
+`health` folder in VERTEXDIST_HEALTH_DIR and its task in CLUSTER_SPEC: its leader is found among this user's
+processes (`/proc/PID/environ`), and the shell gets its variables (less vertexdist's own), its working
+folder, and, where the replica runs in a mount namespace of its own for `/gcs` (`local.gcs_namespace`), that
+namespace too, entered with `nsenter` (as the same user: `--preserve-credentials`). A Vertex replica's shell
+is Vertex's own: the job's `webAccessUris`, when the template sets `enable_web_access: true`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HEALTH_VARIABLE = "VERTEXDIST_HEALTH_DIR"
+# What the shell does not take from the replica: the watcher's folder and fault plan (a script run in the
+# shell must not write the ranks' heartbeats), and the job's watchdog token (its processes are not the job's).
+DROPPED = ("VERTEXDIST_HEALTH_DIR", "VERTEXDIST_HEALTH_FAULTS", "VERTEXDIST_JOB_TOKEN")
+KEPT_FROM_CALLER = ("TERM", "COLORTERM", "LANG")
+SHELL_MARK = "VERTEXDIST_SHELL"  # the replica the shell is in (for a prompt)
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Replica:
+    """A replica's running leader: its pid, variables, working folder, and its namespaces against ours."""
+
+    pid: int
+    env: dict[str, str]
+    cwd: str
+    own_mounts: bool  # its mount namespace is not ours (/gcs mapped)
+    own_users: bool  # nor its user namespace (made for the mapping by a user other than root)
+
+
+def parse_environ(data: bytes) -> dict[str, str]:
+    """`/proc/PID/environ`: NUL-separated NAME=VALUE."""
+    env = {}
+    for item in data.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep and name:
+            env[name.decode(errors="replace")] = value.decode(errors="replace")
+    return env
+
+
+def task_of(env: Mapping[str, str]) -> str | None:
+    """The replica `env` belongs to, from CLUSTER_SPEC (`workerpool1-0`), or None."""
+    with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+        task = json.loads(env.get("CLUSTER_SPEC", ""))["task"]
+        return f"{task['type']}-{int(task['index'])}"
+    return None
+
+
+def _ppid(stat: str) -> int:
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def find_replica(health_dir: Path, replica: str, proc: Path = PROC) -> Replica | None:
+    """The outermost running process of `replica` of the job whose health folder is `health_dir`."""
+    wanted = str(health_dir)
+    found: dict[int, tuple[dict[str, str], int]] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            env = parse_environ((entry / "environ").read_bytes())
+            if env.get(HEALTH_VARIABLE) == wanted and task_of(env) == replica:
+                found[int(entry.name)] = (env, _ppid((entry / "stat").read_text()))
+    leaders = sorted(pid for pid, (_env, parent) in found.items() if parent not in found)
+    for pid in leaders:
+        with contextlib.suppress(OSError):
+            cwd = os.readlink(proc / str(pid) / "cwd")
+            root = os.readlink(proc / str(pid) / "root")  # chrooted for /gcs: the same path inside
+            if root != "/" and cwd.startswith(root + "/"):
+                cwd = cwd[len(root) :]
+            ours, theirs = proc / "self" / "ns", proc / str(pid) / "ns"
+            return Replica(
+                pid,
+                found[pid][0],
+                cwd,
+                own_mounts=os.readlink(ours / "mnt") != os.readlink(theirs / "mnt"),
+                own_users=os.readlink(ours / "user") != os.readlink(theirs / "user"),
+            )
+    return None
+
+
+def shell_env(replica_env: Mapping[str, str], caller_env: Mapping[str, str], replica: str) -> dict[str, str]:
+    """The shell's variables: the replica's, less `DROPPED`, with the caller's terminal settings."""
+    env = {k: v for k, v in replica_env.items() if k not in DROPPED}
+    for name in KEPT_FROM_CALLER:
+        if name in caller_env and name not in env:
+            env[name] = caller_env[name]
+    env[SHELL_MARK] = replica
+    return env
+
+
+def shell_argv(
+    shell: str, command: str | None, replica: Replica, nsenter: str | None
+) -> tuple[list[str], str | None]:
+    """The argv that opens the shell (behind `nsenter` into the replica's /gcs namespace when it has one and
+    nsenter is there), and the working folder to start it in (None: nsenter's `-w` sets it)."""
+    inner = [shell] + (["-c", command] if command is not None else [])
+    if not replica.own_mounts or nsenter is None:
+        return inner, replica.cwd
+    enter = [nsenter, "--target", str(replica.pid)]
+    if replica.own_users:
+        enter += ["--user", "--preserve-credentials"]
+    return [*enter, "--mount", "--root", "--wd", "--", *inner], None
+
+
+def gcs_note(replica: Replica, nsenter: str | None) -> str | None:
+    """What to say of `/gcs` in the shell, when it is not the replica's view."""
+    root = replica.env.get("VERTEXDIST_GCS_ROOT", "the job's gcs folder")
+    if replica.own_mounts and nsenter is None:
+        return f"note: nsenter not found, so /gcs is not mapped in this shell: gs://B/PATH is {root}/B/PATH"
+    if not replica.own_mounts and replica.env.get("VERTEXDIST_GCS_UNMAPPED"):
+        why = replica.env["VERTEXDIST_GCS_UNMAPPED"]
+        return f"note: the replica has no /gcs either ({why}): gs://B/PATH is {root}/B/PATH"
+    return None
+
+
+def vertex_message(replica: str, uris: Mapping[str, str], enabled: bool) -> str:
+    """What `shell` prints for a Vertex replica: its interactive-shell URI, or how to get one."""
+    if replica in uris:
+        return f"{replica}: open {uris[replica]} in a browser (Vertex's interactive shell)"
+    if not enabled:
+        return (
+            f"this job has no interactive shell: set `enable_web_access: true` in its template and submit it"
+            f" again; Vertex then gives each replica a shell URI (vertexdist shell JOB --replica {replica})"
+        )
+    if uris:
+        return f"no shell URI for {replica}; the job's replicas with one: {', '.join(sorted(uris))}"
+    return "no shell URI yet: Vertex gives them once the replicas run; try again in a minute"
+
+
+def _field(message: Any, name: str) -> Any:
+    return getattr(message, name, None)
+
+
+def web_access(backend: Any, name: str) -> tuple[dict[str, str], bool]:
+    """A Vertex job's `webAccessUris` and `enableWebAccess` (a pipeline's: its backing custom job's)."""
+    jobs = backend.clients.jobs
+    if "/trainingPipelines/" in name:
+        pipeline = backend.clients.pipelines.get_training_pipeline(name=name)
+        metadata = _field(pipeline, "training_task_metadata") or {}
+        backing = metadata.get("backingCustomJob") if hasattr(metadata, "get") else None
+        if not backing:
+            return {}, bool(_spec_web_access(_field(pipeline, "training_task_inputs")))
+        name = str(backing)
+    job = jobs.get_custom_job(name=name)
+    spec = _field(job, "job_spec")
+    uris = {str(k): str(v) for k, v in dict(_field(job, "web_access_uris") or {}).items()}
+    return uris, bool(_field(spec, "enable_web_access"))
+
+
+def _spec_web_access(inputs: Any) -> bool:
+    with contextlib.suppress(AttributeError, TypeError):
+        return bool(inputs.get("enableWebAccess"))
+    return False
