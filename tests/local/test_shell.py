@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from vertexdist.jobs import shell
 
 SPEC = json.dumps({"cluster": {}, "task": {"type": "workerpool1", "index": 0}})
@@ -97,6 +99,7 @@ def test_shell_command_runs_in_a_live_local_replica(tmp_path: Path) -> None:
         found = None
         while time.monotonic() < deadline and found is None:
             found = shell.find_replica(run_dir / "health", "workerpool1-0")
+            assert shell.find_replica(run_dir / "health", "workerpool7-0") is None
             time.sleep(0.1)
         assert found is not None
         here = Path(found.cwd) / "here.txt"
@@ -111,7 +114,7 @@ def test_shell_command_runs_in_a_live_local_replica(tmp_path: Path) -> None:
                 "-m",
                 "vertexdist",
                 "shell",
-                str(run_dir),
+                f"runs/{job_id}",  # relative to the folder it runs in, as a user types it
                 "--replica",
                 "workerpool1-0",
                 "-c",
@@ -120,6 +123,7 @@ def test_shell_command_runs_in_a_live_local_replica(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             timeout=60,
+            cwd=tmp_path,
             env={**os.environ, "PYTHONPATH": os.getcwd()},
         )
         assert done.returncode == 0, done.stderr
@@ -132,3 +136,32 @@ def test_shell_command_runs_in_a_live_local_replica(tmp_path: Path) -> None:
     finally:
         backend.cancel(job_id)
         backend.job(job_id).wait(30)
+
+
+def test_find_replica_takes_the_outermost_process_of_the_replica(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fake /proc: the replica's leader (pid 100) and its worker (101) carry the job's health folder as an
+    absolute path; the emulator's folder is named relative (`.vertexdist/emulator/...`): still found."""
+    health = tmp_path / "emu" / "jobs" / "7" / "health"
+    health.mkdir(parents=True)
+    proc = tmp_path / "proc"
+    (proc / "self" / "ns").mkdir(parents=True)
+    (proc / "self" / "ns" / "mnt").symlink_to("mnt:[1]")
+    (proc / "self" / "ns" / "user").symlink_to("user:[1]")
+    for pid, parent, task in ((100, 1, "workerpool1"), (101, 100, "workerpool1"), (102, 1, "workerpool0")):
+        entry = proc / str(pid)
+        (entry / "ns").mkdir(parents=True)
+        spec = json.dumps({"task": {"type": task, "index": 0}})
+        (entry / "environ").write_bytes(f"VERTEXDIST_HEALTH_DIR={health}\0CLUSTER_SPEC={spec}\0".encode())
+        (entry / "stat").write_text(f"{pid} (py thon) S {parent} {pid} {pid} 0")
+        (entry / "cwd").symlink_to(f"/stage/work/{pid}")
+        (entry / "root").symlink_to("/stage")
+        (entry / "ns" / "mnt").symlink_to("mnt:[2]")
+        (entry / "ns" / "user").symlink_to("user:[2]")
+    monkeypatch.chdir(tmp_path)
+    found = shell.find_replica(Path("emu/jobs/7/health"), "workerpool1-0", proc=proc)
+    assert found is not None
+    assert (found.pid, found.cwd, found.own_mounts, found.own_users) == (100, "/work/100", True, True)
+    assert found.env["CLUSTER_SPEC"].startswith('{"task"')
+    assert shell.find_replica(Path("emu/jobs/8/health"), "workerpool1-0", proc=proc) is None

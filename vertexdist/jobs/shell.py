@@ -62,14 +62,15 @@ def _ppid(stat: str) -> int:
 
 def find_replica(health_dir: Path, replica: str, proc: Path = PROC) -> Replica | None:
     """The outermost running process of `replica` of the job whose health folder is `health_dir`."""
-    wanted = str(health_dir)
+    wanted = os.path.realpath(health_dir)
     found: dict[int, tuple[dict[str, str], int]] = {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError, ValueError, IndexError):
             env = parse_environ((entry / "environ").read_bytes())
-            if env.get(HEALTH_VARIABLE) == wanted and task_of(env) == replica:
+            seen = env.get(HEALTH_VARIABLE)
+            if seen and os.path.realpath(seen) == wanted and task_of(env) == replica:
                 found[int(entry.name)] = (env, _ppid((entry / "stat").read_text()))
     leaders = sorted(pid for pid, (_env, parent) in found.items() if parent not in found)
     for pid in leaders:
