@@ -165,3 +165,36 @@ def test_find_replica_takes_the_outermost_process_of_the_replica(
     assert (found.pid, found.cwd, found.own_mounts, found.own_users) == (100, "/work/100", True, True)
     assert found.env["CLUSTER_SPEC"].startswith('{"task"')
     assert shell.find_replica(Path("emu/jobs/8/health"), "workerpool1-0", proc=proc) is None
+
+
+def test_web_access_reads_the_custom_job_and_a_pipelines_backing_job() -> None:
+    from types import SimpleNamespace
+
+    from google.cloud.aiplatform_v1 import types
+
+    uri = "https://abc-dot-us-central1.aiplatform-training.googleusercontent.com"
+    custom = "projects/p/locations/l/customJobs/9"
+    job = types.CustomJob(
+        name=custom,
+        job_spec=types.CustomJobSpec(enable_web_access=True),
+        web_access_uris={"workerpool0-0": uri},
+    )
+    asked: list[str] = []
+
+    def get_custom_job(name: str) -> types.CustomJob:
+        asked.append(name)
+        return job
+
+    pipeline = SimpleNamespace(backing_job=custom, spec={"enableWebAccess": True})
+    backend = SimpleNamespace(
+        clients=SimpleNamespace(jobs=SimpleNamespace(get_custom_job=get_custom_job)),
+        describe=lambda name: pipeline,
+    )
+    assert shell.web_access(backend, custom) == ({"workerpool0-0": uri}, True)
+    assert shell.web_access(backend, "projects/p/locations/l/trainingPipelines/3") == (
+        {"workerpool0-0": uri},
+        True,
+    )
+    assert asked == [custom, custom]
+    pipeline.backing_job = None  # not started yet: no custom job to read
+    assert shell.web_access(backend, "projects/p/locations/l/trainingPipelines/3") == ({}, True)

@@ -139,27 +139,17 @@ def vertex_message(replica: str, uris: Mapping[str, str], enabled: bool) -> str:
     return "no shell URI yet: Vertex gives them once the replicas run; try again in a minute"
 
 
-def _field(message: Any, name: str) -> Any:
-    return getattr(message, name, None)
-
-
 def web_access(backend: Any, name: str) -> tuple[dict[str, str], bool]:
-    """A Vertex job's `webAccessUris` and `enableWebAccess` (a pipeline's: its backing custom job's)."""
-    jobs = backend.clients.jobs
-    if "/trainingPipelines/" in name:
-        pipeline = backend.clients.pipelines.get_training_pipeline(name=name)
-        metadata = _field(pipeline, "training_task_metadata") or {}
-        backing = metadata.get("backingCustomJob") if hasattr(metadata, "get") else None
-        if not backing:
-            return {}, bool(_spec_web_access(_field(pipeline, "training_task_inputs")))
-        name = str(backing)
-    job = jobs.get_custom_job(name=name)
-    spec = _field(job, "job_spec")
-    uris = {str(k): str(v) for k, v in dict(_field(job, "web_access_uris") or {}).items()}
-    return uris, bool(_field(spec, "enable_web_access"))
+    """A Vertex job's `webAccessUris` and `enableWebAccess` (a pipeline's: its backing custom job's, once it
+    has one)."""
+    from google.protobuf import json_format
 
-
-def _spec_web_access(inputs: Any) -> bool:
-    with contextlib.suppress(AttributeError, TypeError):
-        return bool(inputs.get("enableWebAccess"))
-    return False
+    if "/customJobs/" not in name:
+        status = backend.describe(name)
+        if not status.backing_job:
+            return {}, bool(status.spec.get("enableWebAccess"))
+        name = str(status.backing_job)
+    job = backend.clients.jobs.get_custom_job(name=name)
+    data: dict[str, Any] = json_format.MessageToDict(type(job).pb(job))
+    uris = {str(k): str(v) for k, v in (data.get("webAccessUris") or {}).items()}
+    return uris, bool((data.get("jobSpec") or {}).get("enableWebAccess"))
