@@ -55,3 +55,10 @@ def test_experiments_runs_lists_the_sdk_runs_as_json_and_as_a_table(aiplatform: 
     code, out, err = cli("experiments", "list", "--project", "test-proj")
     assert code == 0, err
     assert "exp-cli" in out.split()
+
+
+def test_an_unknown_experiment_is_one_error_line(cli: Any, emu: Any) -> None:
+    code, out, err = cli("experiments", "runs", "no-such-experiment", "--project", "test-proj")
+    assert code == 1 and not out
+    assert "error: reading experiment no-such-experiment: not found in projects/test-proj" in err
+    assert "Traceback" not in err

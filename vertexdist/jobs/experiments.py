@@ -106,25 +106,27 @@ class Experiments:
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self._ready = False
+        self._credentials: Any = None
 
     @property
     def aiplatform(self) -> Any:
         from google.cloud import aiplatform
 
-        if not self._ready:
-            from vertexdist.backends.vertex.clients import credentials_for, quiet_sdk_logging
+        from vertexdist.backends.vertex.clients import credentials_for, quiet_sdk_logging
 
+        # The SDK's configuration is global: set it for this target before each use, so another init in
+        # the same process (a test's, another target's) never sends these calls elsewhere.
+        if self._credentials is None:
             quiet_sdk_logging()
-            extra = {"api_endpoint": self.target.api_endpoint} if self.target.api_endpoint else {}
-            aiplatform.init(
-                project=self.target.project,
-                location=self.target.location,
-                credentials=credentials_for(self.target),
-                api_transport=self.target.api_transport,
-                **extra,
-            )
-            self._ready = True
+            self._credentials = credentials_for(self.target)
+        extra = {"api_endpoint": self.target.api_endpoint} if self.target.api_endpoint else {}
+        aiplatform.init(
+            project=self.target.project,
+            location=self.target.location,
+            credentials=self._credentials,
+            api_transport=self.target.api_transport,
+            **extra,
+        )
         return aiplatform
 
     def _call(self, doing: str, call: Any) -> Any:
@@ -134,7 +136,7 @@ class Experiments:
             return call()
         except NotFound as exc:
             raise VertexdistError(
-                f"{doing}: not found in {self.target.parent} ({exc.message})",
+                f"{doing}: not found in {self.target.parent}",
                 hint="its experiments: vertexdist experiments list (with the same flags)",
             ) from exc
         except GoogleAPIError as exc:
