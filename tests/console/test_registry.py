@@ -43,6 +43,8 @@ def test_runs_line_up_by_param_and_metric_name() -> None:
     assert a["params"] == [0.1, None] and a["metrics"] == [0.5, 0.2] and a["series"]["loss"][-1] == [2, 0.2]
     assert b["params"] == [None, "adam"] and b["metrics"] == [None, None] and b["series"] == {}
     assert (a["job"], b["job"]) == (None, "local/local-20240501-120000-ab12")
+    (odd,) = comparison([{"run_name": "c", "job": "my-own-folder"}])["runs"]
+    assert odd["job"] is None  # no job id: no link to a page that is not there
 
 
 class Failing:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from vertexdist.console.refs import vertex_ref
+from vertexdist.console.refs import parse_ref, vertex_ref
 from vertexdist.errors import VertexdistError
 from vertexdist.jobs.experiments import local_experiments, local_runs
 
@@ -91,7 +91,7 @@ def comparison(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "params": [(run.get("params") or {}).get(p) for p in params],
                 "metrics": [values.get(m) for m in metrics],
                 "series": run.get("time_series") or {},
-                "job": f"local/{job}" if job else None,
+                "job": f"local/{job}" if job and parse_ref(f"local/{job}") else None,
             }
         )
     return {"params": params, "metrics": metrics, "runs": rows}
