@@ -395,8 +395,17 @@ def build_app(
         middleware.append(Middleware(AllowedHosts, hosts=allowed_hosts))
     if token:
         middleware.append(Middleware(TokenGate, token=token))
+    # --- the Models and experiment pages (console.registry_pages) ---------------------------------
+    from vertexdist.console.registry import Registry
+    from vertexdist.console.registry_pages import registry_routes
+
+    registry = Registry.over(
+        console.remote.target if console.remote is not None else None, console.runs_dir, console.problem
+    )
+    # --- end of the Models and experiment pages ----------------------------------------------------
     return Starlette(
         routes=[
+            *registry_routes(registry, render),
             Route("/", job_list),
             Route("/jobs/{ref:path}", job_page),
             Route("/api/jobs", jobs_json),

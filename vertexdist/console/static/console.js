@@ -135,6 +135,7 @@
     });
     charts.set(id, chart);
   }
+  window.vertexdistCharts = { lineChart, COLORS }; // registry.js's comparison charts draw with these
 
   async function drawMetrics(job) {
     const box = document.getElementById("metrics");
