@@ -8,14 +8,26 @@ rendezvous. torch takes no bind address, but a TCPStore server may be handed a s
 this process already runs on the same port. So node 0's launcher starts that server first, on a socket bound
 to the loopback address, and torchrun's agent and every worker use it. A MASTER_ADDR that is not loopback (a
 real Vertex job, whose nodes are other machines) is left to torch as it is.
+
+User code run with `launcher: python` has no torchrun: a local job's chief runs it as
+`python -m vertexdist_launcher.rendezvous_store (-m MODULE | SCRIPT) ARGS` instead (`vertexdist.local.plan`),
+which holds the store the same way in the chief's process, sets TORCHELASTIC_USE_AGENT_STORE=True (torch's
+env:// and tcp:// rendezvous then make every rank a client of the store at MASTER_ADDR:MASTER_PORT, rank 0
+too, in this process or one it starts) and runs the user's code as `python -m MODULE` would.
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import ipaddress
+import os
 import socket
-from typing import Any
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
+
+from . import say
 
 _held: list[Any] = []  # the store (and its server) live as long as this process
 
@@ -59,3 +71,42 @@ def hold_loopback_store(master_addr: str, port: int, node_rank: int) -> str:
         )
     _held.extend([sock, store])
     return ""
+
+
+AGENT_STORE_VARIABLE = "TORCHELASTIC_USE_AGENT_STORE"  # torch.distributed.rendezvous reads it
+
+
+def hold_for_user_code(env: Mapping[str, str]) -> dict[str, str]:
+    """On a local job's chief: hold the store at MASTER_ADDR:MASTER_PORT and the variables that make torch's
+    rendezvous use it; nothing where the address is not loopback, torch is not there, or the job's own env
+    already says whether to use an agent's store (set TORCHELASTIC_USE_AGENT_STORE to opt out)."""
+    addr, port = env.get("MASTER_ADDR", ""), env.get("MASTER_PORT", "")
+    if AGENT_STORE_VARIABLE in env or not port.isdigit() or not _is_loopback(addr):
+        return {}
+    if importlib.util.find_spec("torch") is None:  # code without torch makes no TCPStore
+        return {}
+    problem = hold_loopback_store(addr, int(port), 0)
+    if problem:
+        say(problem, error=True)
+        return {}
+    return {AGENT_STORE_VARIABLE: str(True)}
+
+
+def main(argv: Sequence[str]) -> NoReturn:
+    """`python -m vertexdist_launcher.rendezvous_store (-m MODULE | SCRIPT) ARGS`: store, then code."""
+    from .fork_protocol import end_process, run_as_python
+    from .options import LauncherUsageError, parse_target
+    from .worker import __file__ as worker_file
+    from .worker import run_target
+
+    try:
+        target = parse_target(argv)
+    except LauncherUsageError as exc:
+        print(f"vertexdist_launcher.rendezvous_store: {exc}", file=sys.stderr)
+        sys.exit(2)
+    os.environ.update(hold_for_user_code(os.environ))
+    end_process(run_as_python(lambda: run_target(target), own_files={__file__, worker_file}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
