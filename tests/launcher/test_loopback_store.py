@@ -142,3 +142,22 @@ def test_a_local_python_launcher_ddp_job_listens_on_loopback_only(tmp_path: Path
     assert ["tcp", f"0100007F:{port_hex}"] in found, f"the store is not on loopback: {found}"
     wide = [(table, address) for table, address in found if address.split(":")[0] in ALL_INTERFACES]
     assert wide == [], f"listening on all interfaces: {wide}\n{outputs[0]}"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"MASTER_ADDR": "10.128.0.7", "MASTER_PORT": "2222"},  # real Vertex: the chief's VM, left to torch
+        {"MASTER_ADDR": "workerpool0-0", "MASTER_PORT": "2222"},  # --docker: each replica has its own host
+        {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": "2222",
+            "TORCHELASTIC_USE_AGENT_STORE": "False",
+        },  # opt-out
+        {"MASTER_ADDR": "127.0.0.1"},  # no port: not a distributed job
+    ],
+)
+def test_the_chief_holds_no_store_off_loopback_or_when_the_job_says_so(env: dict[str, str]) -> None:
+    from vertexdist.shipped.vertexdist_launcher.rendezvous_store import _held, hold_for_user_code
+
+    assert hold_for_user_code(env) == {} and _held == []
