@@ -80,7 +80,13 @@ def test_plan_prints_every_replica_and_starts_nothing(workdir: Path, tmp_path: P
     names = [r["name"] for r in plan["replicas"]]
     assert names == ["workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool2-0"]
     chief = plan["replicas"][0]
-    assert chief["argv"][1:3] == ["-m", "aiplatform_custom_trainer_script.task"]
+    # The chief holds torch's rendezvous store on loopback first (vertexdist_launcher.rendezvous_store).
+    assert chief["argv"][1:5] == [
+        "-m",
+        "vertexdist_launcher.rendezvous_store",
+        "-m",
+        "aiplatform_custom_trainer_script.task",
+    ]
     assert chief["env"]["API_TOKEN"] == "********"
     assert "hunter2" not in result.stdout
     assert chief["log"] == str(out / "logs" / "workerpool0-0.log")

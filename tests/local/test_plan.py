@@ -10,6 +10,7 @@ import pytest
 
 from vertexdist.local.environment import JobContext
 from vertexdist.local.plan import build_plan
+from vertexdist.shipped import LAUNCHER_DIR
 from vertexdist.wire.job_spec import JobSpecError, parse_job_spec
 
 CTX = JobContext(job_id="j", project="my-project", region="us-central1", gcs_root="/r/gcs")
@@ -49,8 +50,10 @@ def _plan(spec: dict[str, Any], **kwargs: Any) -> Any:
 def test_each_replica_gets_argv_env_cwd_and_log() -> None:
     plan = _plan(_spec())
     chief, worker, reducer = plan.replicas
-    assert chief.argv == ("/py", "-m", "trainer.task", "--epochs=2", "--lr=0.1")
-    assert chief.env["PYTHONPATH"] == "/cache/abc"
+    # The chief of a loopback rendezvous holds torch's store on loopback first (rendezvous_store).
+    store = ("/py", "-m", "vertexdist_launcher.rendezvous_store")
+    assert chief.argv == (*store, "-m", "trainer.task", "--epochs=2", "--lr=0.1")
+    assert chief.env["PYTHONPATH"] == f"{LAUNCHER_DIR.parent}:/cache/abc"
     assert chief.kind == "trainer" and chief.is_training
     assert worker.argv == ("run-me", "--flag", "a") and worker.kind == "container"
     assert "PYTHONPATH" not in worker.env

@@ -21,7 +21,10 @@ from vertexdist.local.environment import (
     replica_slots,
     split_gpus,
 )
+from vertexdist.local.ports import LOOPBACK
 from vertexdist.render import mask_secrets
+from vertexdist.shipped import LAUNCHER_DIR, LAUNCHER_PACKAGE
+from vertexdist.spec.names import BUNDLED_TRAINER
 from vertexdist.wire.job_spec import JobSpec, JobSpecError, PoolSpec
 
 DEFAULT_MAX_RESTARTS = 3
@@ -132,6 +135,18 @@ def _argv(pool: PoolSpec, python: str, address: str, name: str) -> tuple[Replica
     return "container", (*pool.command, *pool.args)
 
 
+STORE_MODULE = f"{LAUNCHER_PACKAGE}.rendezvous_store"
+
+
+def _holds_store(pool: PoolSpec, node_rank: int | None, env: Mapping[str, str]) -> bool:
+    """Whether this replica runs user code under `launcher: python` as the chief of a loopback rendezvous:
+    its rank 0 would make a TCPStore listening on every interface (rendezvous_store holds one on loopback).
+    The shipped launcher and the bundled trainer hold theirs themselves."""
+    module = pool.python_module or ""
+    own = module.split(".")[0] in (LAUNCHER_PACKAGE, BUNDLED_TRAINER)
+    return pool.kind == "python_package" and node_rank == 0 and not own and env.get("MASTER_ADDR") == LOOPBACK
+
+
 def build_plan(
     job: JobSpec,
     ctx: JobContext,
@@ -168,6 +183,9 @@ def build_plan(
             # Ray's short links (ray_node) belong in the machine's temp folder: this one is too long.
             env[HOST_TMPDIR_ENV] = tempfile.gettempdir()
         kind, argv = _argv(slot.pool, python, address, slot.name)
+        if addressing == "loopback" and _holds_store(slot.pool, slot.node_rank, env):
+            argv = (python, "-m", STORE_MODULE, *argv[1:])  # `-m MODULE ARGS` as it was
+            env["PYTHONPATH"] = f"{LAUNCHER_DIR.parent}:{env['PYTHONPATH']}"  # this vertexdist's launcher
         launches.append(
             ReplicaLaunch(
                 name=slot.name,
