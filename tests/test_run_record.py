@@ -8,7 +8,14 @@ import json
 import subprocess
 from pathlib import Path
 
-from vertexdist.jobs.run_record import CodeState, code_labels, code_state, image_digest, rerun_request
+from vertexdist.jobs.run_record import (
+    CodeState,
+    code_labels,
+    code_state,
+    image_digest,
+    record_folder,
+    rerun_request,
+)
 
 REQUEST = {
     "parent": "projects/p/locations/l",
@@ -34,6 +41,13 @@ def test_a_rerun_changes_the_output_folder_and_nothing_else() -> None:
     assert json.dumps(again).replace("20260202-000000-123456", "20260101-000000-abcdef") == json.dumps(
         REQUEST
     )
+
+
+def test_the_record_sits_beside_the_job_folder_never_in_it() -> None:
+    job = "projects/p/locations/l/trainingPipelines/123"
+    assert record_folder("gs://b/out/20250102-130405-1a2b3c", job) == "gs://b/out/vertexdist-records/123"
+    assert record_folder("gs://b/20250102-130405-1a2b3c/", job) == "gs://b/vertexdist-records/123"
+    assert record_folder("gs://b", job) == "gs://b/vertexdist-records/123"
 
 
 def test_the_git_label_says_commit_and_dirt() -> None:

@@ -1,6 +1,6 @@
 """The run record: what made a job — the template's text, the request exactly as sent, the SHA-256 of its
 package (or its image's digest), the git commit of its code folder and whether it was dirty, the fault plan,
-its attempts — kept beside its outputs (`<output folder>/vertexdist-record/<job id>/`, with a copy of the
+its attempts — kept beside its outputs (`<output base>/vertexdist-records/<job id>/`, with a copy of the
 package) and, for a local run, in its run folder. The job carries the commit as a label (`vertexdist-git`),
 set on the template before it is rendered, so `render --request`, `submit --dry-run` and the job agree.
 
@@ -22,7 +22,7 @@ from vertexdist.wire.proto_json import now_rfc3339
 if TYPE_CHECKING:
     from vertexdist.spec.models import JobTemplate
 
-RECORD_FOLDER = "vertexdist-record"
+RECORD_FOLDER = "vertexdist-records"
 RECORD_FILE = "record.json"
 GIT_LABEL = "vertexdist-git"
 FORMAT = 1
@@ -146,8 +146,13 @@ def make_record(
 
 
 def record_folder(output_dir: str, job: str) -> str:
-    """`<output folder>/vertexdist-record/<job id>`: one record per job, even for jobs that share a folder."""
-    return f"{output_dir.rstrip('/')}/{RECORD_FOLDER}/{job.rsplit('/', 1)[-1]}"
+    """`<base>/vertexdist-records/<job id>`, beside the job's output folder `<base>/<job folder>`, not in it
+    (what the job wrote, and `vertexdist outputs` lists, stays the job's alone); one record per job, even for
+    jobs that share a folder. An output folder that is a bucket's root keeps it inside."""
+    folder = output_dir.rstrip("/")
+    base = folder.rsplit("/", 1)[0]
+    where = base if base.count("/") >= 2 else folder  # "gs://b/x" -> "gs://b"; "gs://b" stays
+    return f"{where}/{RECORD_FOLDER}/{job.rsplit('/', 1)[-1]}"
 
 
 def request_output_dir(request: dict[str, Any]) -> str:
