@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertexdist.errors import VertexdistError
-from vertexdist.jobs.find import project_backend
-from vertexdist.jobs.where import JobPlace, reach
+from vertexdist.jobs.where import JobPlace, open_project
 
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
@@ -174,13 +173,5 @@ class Experiments:
 @contextmanager
 def open_experiments(place: JobPlace, env: Mapping[str, str] = os.environ) -> Iterator[Experiments]:
     """The experiments of the place's project and location, usable until the `with` ends."""
-    with reach(place, env) as (reached, reached_env):
-        backend = project_backend(
-            reached.project,
-            reached.location,
-            reached.endpoint,
-            reached.transport,
-            reached_env,
-            no_project_hint=NO_PROJECT_HINT,
-        )
+    with open_project(place, env, no_project_hint=NO_PROJECT_HINT) as backend:
         yield Experiments(backend.target)

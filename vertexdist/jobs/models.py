@@ -9,8 +9,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from vertexdist.jobs.find import project_backend
-from vertexdist.jobs.where import JobPlace, reach
+from vertexdist.jobs.where import JobPlace, open_project
 
 if TYPE_CHECKING:
     from vertexdist.backends.vertex.models import RegisteredModels
@@ -36,13 +35,5 @@ def open_models(place: JobPlace, env: Mapping[str, str] = os.environ) -> Iterato
     """The models of the place's project and location, usable until the `with` ends."""
     from vertexdist.backends.vertex.models import RegisteredModels
 
-    with reach(place, env) as (reached, reached_env):
-        backend = project_backend(
-            reached.project,
-            reached.location,
-            reached.endpoint,
-            reached.transport,
-            reached_env,
-            no_project_hint=NO_PROJECT_HINT,
-        )
+    with open_project(place, env, no_project_hint=NO_PROJECT_HINT) as backend:
         yield RegisteredModels(backend.target)

@@ -168,3 +168,20 @@ def _backend(
         env,
         no_project_hint=NO_PROJECT_HINT.replace("for a job of", "for the jobs of"),
     )
+
+
+@contextmanager
+def open_project(
+    place: JobPlace, env: Mapping[str, str] = os.environ, *, no_project_hint: str | None = None
+) -> Iterator[VertexBackend]:
+    """The backend of the place's one project and location (with --emulator, the serving emulator's, or one
+    started here), usable until the `with` ends: what `models` and `experiments` call."""
+    with reach(place, env) as (reached, reached_env):
+        yield project_backend(
+            reached.project,
+            reached.location,
+            reached.endpoint,
+            reached.transport,
+            reached_env,
+            no_project_hint=no_project_hint,
+        )
