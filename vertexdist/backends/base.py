@@ -22,7 +22,7 @@ from the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -196,6 +196,9 @@ class LogChunk:
     text: str
     severity: str = "DEFAULT"
     timestamp: str | None = None  # RFC 3339, where the source knows it
+    # The entry's JSON payload where the source has one (Cloud Logging's `jsonPayload`): what a structured
+    # line carries besides its text (`vertexdist ranks` reads the heartbeats in it).
+    payload: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """`vertexdist ranks JOB [--json] [--stacks] [--watch]`: one row per global rank of a job, from its ranks'
 heartbeats (docs/guide/rank-health.md): step, steps/s, own step time, share waiting, seconds since its last
 progress, state, where it is, whether it is a straggler; then the verdict of a hung job. Works after the job
-ended: the last heartbeats and the verdict are kept. JOB is a local run's id or folder, or an emulator job.
+ended: the last heartbeats and the verdict are kept. JOB is what `vertexdist logs` takes: a local run's id or
+folder, an emulator job, or a Vertex job (its heartbeats read from its replicas' logs).
 """
 
 from __future__ import annotations
@@ -13,11 +14,20 @@ from typing import Annotated, Any
 
 import typer
 
-from vertexdist.cli.targets import EMULATOR_DATA_DIR, EmulatorDataDir, UseEmulator
+from vertexdist.cli.targets import (
+    EMULATOR_DATA_DIR,
+    EmulatorDataDir,
+    Endpoint,
+    JobLocation,
+    JobProject,
+    Transport,
+    UseEmulator,
+)
 from vertexdist.errors import UsageError
 from vertexdist.health.table import COLUMNS, HEADS, cells
 
 WATCH_EVERY_S = 2.0
+WATCH_LOGS_EVERY_S = 20.0  # a Vertex job's heartbeats come three times a minute
 
 
 def table(found: dict[str, Any]) -> str:
@@ -33,45 +43,67 @@ def table(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _print_stacks(dumps: dict[int, str], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"stacks": {str(k): v for k, v in dumps.items()}}, indent=2))
+        return
+    if not dumps:
+        typer.echo("no stacks: no rank answered, and none left a dump")
+    for rank, text in dumps.items():
+        typer.echo(f"===== rank {rank} =====\n{text.rstrip()}\n")
+
+
 def ranks(
     job: Annotated[
-        str, typer.Argument(help="A local-run job id (local-...) or run folder, or an emulator job.")
+        str,
+        typer.Argument(
+            help="A job name or id (Vertex, or the emulator's with --emulator), or a local-run job id"
+            " (local-...) or run folder."
+        ),
     ],
     as_json: bool = typer.Option(False, "--json", help="Print {ranks: [...], verdict} as JSON."),
     stacks: bool = typer.Option(
-        False, "--stacks", help="Every rank's stacks: asked for now while the job runs, else its last dump."
+        False,
+        "--stacks",
+        help="Every rank's stacks: asked for now while a local or emulator job runs, else its last dump.",
     ),
     watch: bool = typer.Option(
         False, "--watch", help="Refresh the table every 2 s until the job ends (Ctrl-C)."
     ),
+    project: JobProject = None,
+    location: JobLocation = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
     emulator: UseEmulator = False,
     emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
 ) -> None:
     """One row per global rank of a job: where each is, how fast it steps, which one holds the others up."""
+    from vertexdist.cli.jobs import place
     from vertexdist.jobs import ranks as service
-    from vertexdist.jobs.where import JobPlace
 
     if watch and (as_json or stacks):
         raise UsageError("--watch refreshes the table; it does not go with --json or --stacks")
-    folder: Path = service.health_dir(job, JobPlace(emulator_dir=emulator_data_dir if emulator else None))
-    found = service.report(folder)
+    at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    folder: Path | None = service.heartbeat_folder(job, at)
+
+    def read() -> dict[str, Any]:
+        return service.report(folder) if folder is not None else service.read_log_health(job, at)
+
+    found = read()
     if stacks:
-        dumps = service.stacks(folder, live=not found["ended"] and bool(found["ranks"]))
-        if as_json:
-            typer.echo(json.dumps({"stacks": {str(k): v for k, v in dumps.items()}}, indent=2))
-            return
-        if not dumps:
-            typer.echo("no stacks: no rank answered, and none left a dump")
-        for rank, text in dumps.items():
-            typer.echo(f"===== rank {rank} =====\n{text.rstrip()}\n")
+        if folder is None:
+            dumps: dict[int, str] = found["stacks"]
+        else:
+            dumps = service.stacks(folder, live=not found["ended"] and bool(found["ranks"]))
+        _print_stacks(dumps, as_json)
         return
     if as_json:
         typer.echo(json.dumps({"ranks": found["ranks"], "verdict": found["verdict"]}, indent=2))
         return
     typer.echo(table(found))
     while watch and not found["ended"]:
-        time.sleep(WATCH_EVERY_S)
-        found = service.report(folder)
+        time.sleep(WATCH_EVERY_S if folder is not None else WATCH_LOGS_EVERY_S)
+        found = read()
         typer.echo("\x1b[2J\x1b[H" + table(found))
 
 

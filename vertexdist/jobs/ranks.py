@@ -1,8 +1,10 @@
 """`vertexdist ranks JOB`: a job's ranks from the heartbeats its watchers left (`vertexdist.health`).
 
 JOB is what `vertexdist logs` takes. A local run's heartbeats are in its run folder; an emulator job's in the
-emulator's folder (`jobs/<custom job id>/health`). A Vertex job's heartbeats are lines in its Cloud Logging
-log, which this does not read yet: it says so.
+emulator's folder (`jobs/<custom job id>/health`). A Vertex job's (or an emulator job's reached through
+`--endpoint`) are lines in its replicas' logs, read the way `vertexdist logs` reads them (Cloud Logging's
+`entries.list`) and scanned by `vertexdist.health.log_scan`: each rank's latest heartbeat, its last stack
+dump and the verdict of a rank that found itself hung.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vertexdist.backends.base import JobStatus, LogChunk
 from vertexdist.errors import UsageError
 from vertexdist.health.folder import (
     HEALTH_DIR,
@@ -21,10 +24,12 @@ from vertexdist.health.folder import (
     read_summary,
     read_verdict,
 )
+from vertexdist.health.log_scan import LogHealth, LogLine, scan
 from vertexdist.health.verdict import rank_rows
 from vertexdist.jobs.find import local_job
 from vertexdist.jobs.where import EMULATOR_DATA_DIR, JobPlace
 from vertexdist.spec.health import DEFAULT_STRAGGLER_RATIO
+from vertexdist.wire.timestamps import parse_ns
 
 
 def _emulator_dir(job: str, folder: Path) -> Path | None:
@@ -42,7 +47,7 @@ def _emulator_dir(job: str, folder: Path) -> Path | None:
 
 
 def health_dir(job: str, place: JobPlace) -> Path:
-    """Where `job`'s heartbeats are; a clear error where there are none to read."""
+    """Where a local or emulator job's heartbeat files are; a clear error where there are none to read."""
     local = local_job(job)
     if local is not None:
         backend, name = local
@@ -54,8 +59,21 @@ def health_dir(job: str, place: JobPlace) -> Path:
     raise UsageError(
         f"no heartbeats found for {job.strip()}: it is not a local run, nor a job in the emulator's folder"
         f" {folder}",
-        hint="for a Vertex job, read its replicas' `vertexdist_health` lines: vertexdist logs JOB",
+        hint=f"its jobs: vertexdist list{place.flags}",
     )
+
+
+def heartbeat_folder(job: str, place: JobPlace) -> Path | None:
+    """`health_dir` for a local run, a job of --emulator, or one the default emulator folder holds when no
+    endpoint is named; None for a job whose heartbeats are in its logs (Vertex, or one reached through
+    `--endpoint`)."""
+    if local_job(job) is not None or place.emulator_dir is not None:
+        return health_dir(job, place)
+    if place.endpoint is None:
+        found = _emulator_dir(job, EMULATOR_DATA_DIR)
+        if found is not None:
+            return found / HEALTH_DIR
+    return None
 
 
 def report(folder: Path, now: float | None = None) -> dict[str, Any]:
@@ -81,3 +99,30 @@ def stacks(folder: Path, *, live: bool) -> dict[int, str]:
     if live:
         return ask_stacks(folder, len(read_beats(folder)))
     return read_stacks(folder)
+
+
+def log_health(chunks: list[LogChunk]) -> LogHealth:
+    """What the watchers left in a job's log lines."""
+    return scan(LogLine(c.replica, c.text, c.payload) for c in chunks)
+
+
+def log_report(found: LogHealth, status: JobStatus, now: float | None = None) -> dict[str, Any]:
+    """`report`'s shape from a job's log lines; the clock of an ended job stops at its end."""
+    ended_at = parse_ns(status.end_time) / 1e9 if status.done and status.end_time else None
+    rows = rank_rows(found.beats, time.time() if now is None else now, DEFAULT_STRAGGLER_RATIO, ended_at)
+    verdict = found.verdict
+    if verdict is None and status.error and status.error.startswith("hung:"):
+        verdict = status.error  # the emulator's job error is the verdict
+    return {"ranks": rows, "verdict": verdict, "ended": status.done, "stacks": found.stacks}
+
+
+def read_log_health(job: str, place: JobPlace) -> dict[str, Any]:
+    """A Vertex job's ranks from its replicas' logs, read as `vertexdist logs` reads them (every line)."""
+    from vertexdist.backends.watch import read_logs
+    from vertexdist.jobs.where import open_job
+
+    chunks: list[LogChunk] = []
+    with open_job(job, place) as (backend, name):
+        status = backend.describe(name)
+        read_logs(backend, name, None, None, chunks.append)
+    return log_report(log_health(chunks), status)

@@ -9,7 +9,7 @@ way an entry reads are in `log_filter`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,4 +142,5 @@ class CloudLoggingSource:
             text=message_of(entry.payload),
             severity=str(entry.severity or "DEFAULT"),
             timestamp=format_ns(time_ns) if time_ns else None,
+            payload=entry.payload if isinstance(entry.payload, Mapping) else None,
         )

@@ -51,6 +51,9 @@ VERDICT_FILE = "verdict.json"
 BEATS_DIR = "ranks"
 STACKS_DIR = "stacks"
 REQUEST_PREFIX = "stacks-"
+# A hang's dump in the replica's log (stderr): the verdict line, then `DUMP_MARK` and the rank's stacks.
+VERDICT_MARK = "vertexdist_launcher: "
+DUMP_MARK = "vertexdist_launcher: stacks of "
 
 _LIBRARIES = {"torch", "numpy", "deepspeed", "transformers", "accelerate", "lightning", "pytorch_lightning"}
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -123,6 +126,36 @@ def _replica(env: Mapping[str, str]) -> str:
 def _number(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name, "")
     return int(raw) if raw.isdigit() else default
+
+
+def log_line(beat: Mapping[str, Any]) -> str:
+    """A heartbeat as one structured line of the replica's log (Vertex): JSON that Cloud Logging keeps as
+    the entry's `jsonPayload`, its `message` the text `vertexdist logs` shows."""
+    message = f"vertexdist health: rank {beat.get('rank')} step {beat.get('step')}"
+    return json.dumps({"message": message, LOG_KEY: dict(beat)})
+
+
+def parse_log_line(line: str | Mapping[str, Any]) -> dict[str, Any] | None:
+    """The heartbeat in a line `log_line` wrote: its text, or the JSON payload Cloud Logging made of it;
+    None for any other line. Pure."""
+    payload: Any = line
+    if isinstance(line, str):
+        text = line.strip()
+        if not (text.startswith("{") and LOG_KEY in text):
+            return None
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            return None
+    beat = payload.get(LOG_KEY) if isinstance(payload, Mapping) else None
+    if not isinstance(beat, Mapping) or not isinstance(beat.get("rank"), int):
+        return None
+    return dict(beat)
+
+
+def dump_text(verdict: str, stacks: str) -> str:
+    """What a hung rank writes into its log before it exits: the verdict, then its stacks."""
+    return f"{VERDICT_MARK}{verdict}\n{DUMP_MARK}{stacks}"
 
 
 class Watcher:
@@ -264,9 +297,7 @@ class Watcher:
         if self.dir is not None:
             self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(self.beat()))
         elif self.steps:  # Vertex: one structured line in the replica's log, once the rank steps
-            beat = self.beat()
-            line = {"message": f"vertexdist health: rank {self.rank} step {beat['step']}", LOG_KEY: beat}
-            print(json.dumps(line), flush=True)
+            print(log_line(self.beat()), flush=True)
 
     def _requests(self) -> None:
         """A stacks request (`vertexdist ranks --stacks`), or the monitor's verdict."""
@@ -300,7 +331,7 @@ class Watcher:
         self.stopping = True
         text = self.stacks_text()
         with contextlib.suppress(Exception):
-            print(f"vertexdist_launcher: {verdict}\nvertexdist_launcher: stacks of {text}", file=sys.stderr)
+            print(dump_text(verdict, text), file=sys.stderr)
             sys.stderr.flush()
         if self.dir is not None:
             with contextlib.suppress(OSError):

@@ -1,0 +1,92 @@
+"""A Vertex job's rank health from its replicas' log lines (docs/guide/rank-health.md), where its watchers
+write it there: no run folder. Pure: lines in, each rank's latest heartbeat, last stacks and the verdict out.
+
+- A heartbeat is a line of `vertexdist_launcher.health.log_line` (its JSON text, or the `jsonPayload` Cloud
+  Logging made of it), read back by that module's `parse_log_line`: the format lives beside its writer.
+- A hung rank writes `health.dump_text`: the verdict line, then `DUMP_MARK` with `rank N (...) at step S` and
+  every thread's stack as a traceback prints it (`Thread T (most recent call last):`, indented frames). The
+  dump ends at the first line of that replica that is neither.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vertexdist.shipped.vertexdist_launcher.health import DUMP_MARK, VERDICT_MARK, parse_log_line
+
+_RANK = re.compile(r"rank (\d+)\b")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One log entry of one replica: its text and, where Cloud Logging parsed it, its JSON payload."""
+
+    replica: str
+    text: str
+    payload: Mapping[str, Any] | None = None
+
+
+@dataclass
+class LogHealth:
+    beats: list[dict[str, Any]] = field(default_factory=list)  # each rank's latest heartbeat
+    stacks: dict[int, str] = field(default_factory=dict)  # each rank's last dump
+    verdict: str | None = None  # the first hung rank's verdict
+
+
+def _stack_line(line: str) -> bool:
+    return line.startswith("  ") or (line.startswith("Thread ") and line.endswith("(most recent call last):"))
+
+
+class _Scan:
+    def __init__(self) -> None:
+        self.found = LogHealth()
+        self.latest: dict[int, dict[str, Any]] = {}
+        self.open: dict[str, tuple[int, list[str]]] = {}  # replica -> a dump being read
+        self.previous: dict[str, str] = {}
+
+    def close(self, replica: str) -> None:
+        dump = self.open.pop(replica, None)
+        if dump is not None:
+            rank, lines = dump
+            self.found.stacks[rank] = "\n".join(lines) + "\n"
+
+    def text_line(self, replica: str, line: str) -> None:
+        if line.startswith(DUMP_MARK):
+            self.close(replica)
+            header = line[len(DUMP_MARK) :]
+            rank = _RANK.match(header)
+            if rank is not None:
+                self.open[replica] = (int(rank.group(1)), [header])
+            before = self.previous.get(replica, "")
+            if self.found.verdict is None and before.startswith(VERDICT_MARK):
+                self.found.verdict = before[len(VERDICT_MARK) :].strip() or None
+        elif replica in self.open and _stack_line(line):
+            self.open[replica][1].append(line)
+        else:
+            self.close(replica)
+        self.previous[replica] = line
+
+    def add(self, entry: LogLine) -> None:
+        beat = parse_log_line(entry.payload) if entry.payload else None
+        beat = beat or parse_log_line(entry.text)
+        if beat is not None:
+            self.close(entry.replica)
+            self.latest[int(beat["rank"])] = beat
+            return
+        for line in entry.text.splitlines() or [""]:
+            self.text_line(entry.replica, line.rstrip("\r"))
+
+
+def scan(lines: Iterable[LogLine]) -> LogHealth:
+    """Each rank's latest heartbeat, its last stack dump and the verdict, from a job's lines in time order."""
+    state = _Scan()
+    for line in lines:
+        state.add(line)
+    for replica in list(state.open):
+        state.close(replica)
+    state.found.beats = [state.latest[rank] for rank in sorted(state.latest)]
+    state.found.stacks = dict(sorted(state.found.stacks.items()))
+    return state.found
