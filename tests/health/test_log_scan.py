@@ -106,3 +106,23 @@ def test_the_report_of_an_ended_job_stops_its_clock_and_takes_the_jobs_hung_erro
     assert found["ended"] is True
     assert [(r["rank"], r["step"], r["last_progress_s"]) for r in found["ranks"]] == [(3, 2, 10.0)]
     assert found["verdict"] == "hung: no progress for 9s; rank 3 is in x"
+
+
+def test_a_structured_entry_from_cloud_logging_keeps_its_heartbeat_for_ranks() -> None:
+    """On Vertex the line arrives parsed, as `jsonPayload`: its text is only the message, the beat is in the
+    payload the logs backend's chunk keeps."""
+    from google.cloud.logging_v2.entries import StructEntry
+    from google.cloud.logging_v2.resource import Resource
+
+    from vertexdist.backends.vertex.cloud_logging import CloudLoggingSource
+
+    entry = StructEntry(
+        payload=json.loads(written_line()),
+        resource=Resource(type="ml_job", labels={"job_id": "1", "task_name": "workerpool1-0"}),
+        severity="INFO",
+    )
+    chunk = CloudLoggingSource._chunk(entry, 0)
+    assert chunk.text == "vertexdist health: rank 3 step 2"  # what `vertexdist logs` shows
+    assert [(b["rank"], b["replica"], b["step"]) for b in log_health([chunk]).beats] == [
+        (3, "workerpool1-0", 2)
+    ]
