@@ -14,6 +14,7 @@ module imports no torch either way, so a replica that has nothing to train exits
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import faulthandler
 import ipaddress
@@ -296,6 +297,9 @@ def _fork_worker(env: dict[str, str]) -> int:
         pid = os.fork()
     if pid:
         return pid
+    # The parent's atexit handlers are the parent's: its TemporaryDirectory's finalizer would delete the
+    # error files of every rank when this child ends (exit_now runs the handlers the worker itself registers).
+    atexit._clear()
     code = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
