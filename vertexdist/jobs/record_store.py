@@ -138,8 +138,10 @@ def keep_local_record(
     template: JobTemplate, run_dir: Path, job_id: str, fault_plan: Path | None
 ) -> Path | None:
     """A local run's record in its run folder: the CustomJobSpec it ran (job.json), its package, its code."""
+    from vertexdist.backends.local.logs import kept_secrets
     from vertexdist.jobs.run_record import make_record
     from vertexdist.private_files import write_private_json
+    from vertexdist.render.secrets import mask_values
 
     spec_file = run_dir / "job.json"
     if not spec_file.is_file():
@@ -161,5 +163,7 @@ def keep_local_record(
         fault_plan=fault_plan.read_text() if fault_plan is not None and fault_plan.is_file() else None,
     )
     path = run_dir / RECORD_FILE
-    write_private_json(path, record)
+    # The template's text holds the secret env values that job.json has masked already: the run folder keeps
+    # them in secrets.json alone (0600), for masking; a local run is rerun by local-run, not from this record.
+    write_private_json(path, mask_values(record, kept_secrets(run_dir)))
     return path

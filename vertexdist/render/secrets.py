@@ -33,6 +33,17 @@ def mask_text(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def mask_values(obj: Any, secrets: tuple[str, ...]) -> Any:
+    """A copy of `obj` (JSON-like) with every secret value masked in each of its strings (`mask_text`)."""
+    if isinstance(obj, str):
+        return mask_text(obj, secrets)
+    if isinstance(obj, list):
+        return [mask_values(item, secrets) for item in obj]
+    if isinstance(obj, dict):
+        return {key: mask_values(value, secrets) for key, value in obj.items()}
+    return obj
+
+
 def mask_secrets(obj: Any) -> Any:
     """A copy of `obj` with secret-looking values masked, for printing.
 
