@@ -97,7 +97,7 @@ def test_validate_estimate_and_render_take_a_template_without_a_project(cli, tmp
     code, out, err = cli("validate", bare)
     assert code == 0, out + err
     assert "project: note: no `project:`; submit takes it from --project, then GOOGLE_CLOUD_PROJECT" in out
-    assert "0 errors, 0 warnings, 1 note" in err
+    assert "0 errors, 0 warnings, 1 note" in out
     code, out, err = cli("estimate", bare)
     assert code == 0, err
     code, out, err = cli("render", bare)
