@@ -99,3 +99,15 @@ def test_a_local_run_keeps_its_record_in_its_run_folder(tmp_path: Path) -> None:
     assert record["template"]["text"] == template.read_text()
     assert record["package"]["uri"] == "gs://b/s/p-0.1.tar.gz"
     assert record["package"]["sha256"] == hashlib.sha256(b"sdist").hexdigest()
+
+
+def test_a_kept_request_masks_its_secrets_and_a_rerun_gets_them_back_from_the_job() -> None:
+    from vertexdist.render.secrets import MASK, mask_values, restore_secrets, secret_env
+
+    env = [{"name": "API_TOKEN", "value": "s3cr3t"}, {"name": "PLAIN", "value": "visible"}]
+    request = {"customJob": {"jobSpec": {"workerPoolSpecs": [{"containerSpec": {"env": env}}]}}}
+    record = {"template": {"text": "env:\n  API_TOKEN: s3cr3t\n"}, "request": request}
+    kept = mask_values(record, tuple(secret_env(request).values()))
+    assert "s3cr3t" not in str(kept) and "visible" in str(kept) and MASK in kept["template"]["text"]
+    job_spec = {"workerPoolSpecs": [{"containerSpec": {"env": env}}]}  # what the job itself holds
+    assert restore_secrets(kept["request"], secret_env(job_spec)) == request

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from vertexdist.errors import UsageError
 from vertexdist.jobs.run_record import RECORD_FILE, record_folder, request_output_dir
+from vertexdist.render.secrets import mask_values, secret_env
 from vertexdist.wire.gcs_uri import parse_gs_uri
 
 if TYPE_CHECKING:
@@ -36,7 +37,10 @@ def keep_in_bucket(
     elif package_data is not None and record.get("package"):
         _blob(backend, f"{folder}/{record['package']['file']}").upload_from_string(package_data)
     uri = f"{folder}/{RECORD_FILE}"
-    _blob(backend, uri).upload_from_string(json.dumps(record, indent=2), content_type="application/json")
+    # Secret env values stay in the job alone (its spec, which a rerun reads them back from), never in a
+    # bucket object: the template's text and the request are kept with them masked.
+    kept = mask_values(record, tuple(secret_env(record["request"]).values()))
+    _blob(backend, uri).upload_from_string(json.dumps(kept, indent=2), content_type="application/json")
     return uri
 
 
@@ -141,7 +145,6 @@ def keep_local_record(
     from vertexdist.backends.local.logs import kept_secrets
     from vertexdist.jobs.run_record import make_record
     from vertexdist.private_files import write_private_json
-    from vertexdist.render.secrets import mask_values
 
     spec_file = run_dir / "job.json"
     if not spec_file.is_file():

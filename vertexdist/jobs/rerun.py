@@ -49,6 +49,7 @@ def rerun(
     from vertexdist.jobs.record_store import ensure_package, keep_in_bucket, package_bytes
     from vertexdist.jobs.run_record import rerun_request
     from vertexdist.render import REQUEST_HASH_LABEL
+    from vertexdist.render.secrets import restore_secrets, secret_env
     from vertexdist.wire.proto_json import now_rfc3339
 
     if not isinstance(backend, VertexBackend):
@@ -58,7 +59,9 @@ def rerun(
     record = read_record(backend, name)
     if ensure_package(backend, record):
         notice(f"the package was gone from {record['package']['uri']}: put back from the record")
-    request = rerun_request(record["request"], new_job_folder())
+    # The record keeps secret env values masked; the job's own spec has them (read_record described it).
+    secrets = secret_env(backend.describe(name).spec)
+    request = rerun_request(restore_secrets(record["request"], secrets), new_job_folder())
     resource = next(v for k, v in request.items() if k != "parent")
     package = record.get("package") or {}
     submission = Submission(

@@ -33,6 +33,32 @@ def mask_text(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def secret_env(obj: Any) -> dict[str, str]:
+    """Every secret-looking `{name, value}` env entry anywhere in `obj` (a request of any kind), by name."""
+    found: dict[str, str] = {}
+    if isinstance(obj, list):
+        for item in obj:
+            found.update(secret_env(item))
+    elif isinstance(obj, dict):
+        name, value = obj.get("name"), obj.get("value")
+        if set(obj) == {"name", "value"} and isinstance(name, str) and is_secret_name(name) and value:
+            found[name] = str(value)
+        for item in obj.values():
+            found.update(secret_env(item))
+    return found
+
+
+def restore_secrets(obj: Any, values: dict[str, str]) -> Any:
+    """A copy of `obj` whose masked secret env entries get their values back from `values` (by name)."""
+    if isinstance(obj, list):
+        return [restore_secrets(item, values) for item in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if set(obj) == {"name", "value"} and obj["value"] == MASK and obj["name"] in values:
+        return {"name": obj["name"], "value": values[obj["name"]]}
+    return {key: restore_secrets(value, values) for key, value in obj.items()}
+
+
 def mask_values(obj: Any, secrets: tuple[str, ...]) -> Any:
     """A copy of `obj` (JSON-like) with every secret value masked in each of its strings (`mask_text`)."""
     if isinstance(obj, str):
