@@ -15,6 +15,7 @@ from trainer_pkg.errors import TrainerError
 GCS_ROOT_VARIABLE = "VERTEXDIST_GCS_ROOT"
 DEFAULT_GCS_ROOT = "/gcs"  # where Vertex mounts every bucket the job can read
 HP_METRICS = ("val_accuracy", "val_loss")
+HEALTH_VARIABLE = "VERTEXDIST_HEALTH"  # the template's `health:` section (JSON), as render passes it
 STRATEGIES = ("ddp", "fsdp")  # trainer_pkg.strategies (not imported: it imports torch)
 
 
@@ -129,7 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps; 0: epoch ends only",
     )
     parser.add_argument("--keep-checkpoints", type=_positive_int, default=d.keep_checkpoints)
-    parser.add_argument("--rdzv-timeout", type=_positive_float, default=d.rdzv_timeout, help="seconds")
+    parser.add_argument(
+        "--rdzv-timeout",
+        type=_positive_float,
+        default=None,
+        help=f"seconds; default: the template's health.rendezvous_timeout, else {d.rdzv_timeout:g}",
+    )
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device)
     parser.add_argument("--model-dir", default=None, help="default: $AIP_MODEL_DIR, else outputs/model")
     parser.add_argument(
@@ -159,6 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def template_rdzv_timeout(env: Mapping[str, str]) -> float:
+    """The template's `health.rendezvous_timeout` (seconds), else the trainer's default."""
+    try:
+        seconds = float(json.loads(env.get(HEALTH_VARIABLE) or "{}").get("rendezvous_timeout"))
+    except (ValueError, TypeError, AttributeError):
+        return TrainConfig.rdzv_timeout
+    return seconds if seconds > 0 else TrainConfig.rdzv_timeout
+
+
 def parse_config(
     argv: list[str] | None, env: Mapping[str, str] | None = None
 ) -> tuple[TrainConfig, int | None]:
@@ -176,7 +191,7 @@ def parse_config(
         hidden=args.hidden,
         checkpoint_every=args.checkpoint_every,
         keep_checkpoints=args.keep_checkpoints,
-        rdzv_timeout=args.rdzv_timeout,
+        rdzv_timeout=args.rdzv_timeout if args.rdzv_timeout is not None else template_rdzv_timeout(env),
         device=args.device,
         model_dir=args.model_dir or env.get("AIP_MODEL_DIR") or TrainConfig.model_dir,
         checkpoint_dir=args.checkpoint_dir or env.get("AIP_CHECKPOINT_DIR") or TrainConfig.checkpoint_dir,

@@ -37,6 +37,7 @@ def test_one_node_talks_to_itself_on_a_free_port_with_one_process_per_gpu() -> N
         "--nproc-per-node": "4",
         "--master-addr": "127.0.0.1",
         "--master-port": "40123",
+        "--rdzv-conf": "timeout=600",
         "--max-restarts": "0",
         "target": "--module vertexdist_launcher.worker -m user.task --epochs 2",
     }

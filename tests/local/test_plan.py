@@ -92,3 +92,25 @@ def test_plan_dict_is_json_and_masks_secrets_unless_asked_not_to() -> None:
     assert shown["replicas"][0]["env"]["API_TOKEN"] == "********"
     assert plan.to_dict(masked=False)["replicas"][0]["env"]["API_TOKEN"] == "s3cret"
     assert plan.replicas[0].env["CLOUD_ML_PROJECT_ID"] == "my-project"
+
+
+def test_every_replica_of_the_users_own_module_starts_the_rank_watcher_first() -> None:
+    """`launcher: python`: the chief through the store's runner, the other replicas through `watched`; both
+    start the health watcher before the module. The bundled trainer starts its own."""
+    spec = _spec()
+    spec["workerPoolSpecs"][1] = {"replicaCount": 2, "pythonPackageSpec": PACKAGE}
+    job = parse_job_spec(spec)
+    plan = build_plan(
+        job, CTX, ports=[1, 2, 3, 4], run_dir=Path("/r"), python="/py", package_dirs={URI: "/cache/abc"}
+    )
+    chief, worker, other, _ = plan.replicas
+    assert chief.argv[:3] == ("/py", "-m", "vertexdist_launcher.rendezvous_store")
+    module = ("-m", "trainer.task", "--epochs=2", "--lr=0.1")
+    for replica in (worker, other):
+        assert replica.argv == ("/py", "-m", "vertexdist_launcher.watched", *module)
+        assert replica.env["PYTHONPATH"] == f"{LAUNCHER_DIR.parent}:/cache/abc"
+    spec["workerPoolSpecs"][1] = {
+        "replicaCount": 1,
+        "pythonPackageSpec": {**PACKAGE, "pythonModule": "trainer_pkg.task"},
+    }
+    assert _plan(spec).replicas[1].argv[:3] == ("/py", "-m", "trainer_pkg.task")

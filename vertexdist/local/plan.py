@@ -136,15 +136,21 @@ def _argv(pool: PoolSpec, python: str, address: str, name: str) -> tuple[Replica
 
 
 STORE_MODULE = f"{LAUNCHER_PACKAGE}.rendezvous_store"
+WATCHED_MODULE = f"{LAUNCHER_PACKAGE}.watched"  # the user's code with the rank's health watcher
+
+
+def _users_code(pool: PoolSpec) -> bool:
+    """Whether this pool runs the user's own module under `launcher: python` (not the shipped launcher,
+    which starts each worker's watcher itself, nor the bundled trainer, which starts its own)."""
+    module = pool.python_module or ""
+    return pool.kind == "python_package" and module.split(".")[0] not in (LAUNCHER_PACKAGE, BUNDLED_TRAINER)
 
 
 def _holds_store(pool: PoolSpec, node_rank: int | None, env: Mapping[str, str]) -> bool:
     """Whether this replica runs user code under `launcher: python` as the chief of a loopback rendezvous:
     its rank 0 would make a TCPStore listening on every interface (rendezvous_store holds one on loopback).
     The shipped launcher and the bundled trainer hold theirs themselves."""
-    module = pool.python_module or ""
-    own = module.split(".")[0] in (LAUNCHER_PACKAGE, BUNDLED_TRAINER)
-    return pool.kind == "python_package" and node_rank == 0 and not own and env.get("MASTER_ADDR") == LOOPBACK
+    return _users_code(pool) and node_rank == 0 and env.get("MASTER_ADDR") == LOOPBACK
 
 
 def build_plan(
@@ -183,8 +189,11 @@ def build_plan(
             # Ray's short links (ray_node) belong in the machine's temp folder: this one is too long.
             env[HOST_TMPDIR_ENV] = tempfile.gettempdir()
         kind, argv = _argv(slot.pool, python, address, slot.name)
-        if addressing == "loopback" and _holds_store(slot.pool, slot.node_rank, env):
-            argv = (python, "-m", STORE_MODULE, *argv[1:])  # `-m MODULE ARGS` as it was
+        if addressing == "loopback" and _users_code(slot.pool):
+            # The store's runner (a loopback chief) or `watched`: each starts the rank's watcher, then runs
+            # `-m MODULE ARGS` as it was. On Vertex, Vertex runs the module itself (no watcher).
+            wrapper = STORE_MODULE if _holds_store(slot.pool, slot.node_rank, env) else WATCHED_MODULE
+            argv = (python, "-m", wrapper, *argv[1:])
             env["PYTHONPATH"] = f"{LAUNCHER_DIR.parent}:{env['PYTHONPATH']}"  # this vertexdist's launcher
         launches.append(
             ReplicaLaunch(

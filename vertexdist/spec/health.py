@@ -15,6 +15,9 @@ from vertexdist.spec.durations import ACCEPTED_FORMS, parse_duration
 CONFIG_VARIABLE = "VERTEXDIST_HEALTH"  # held equal to vertexdist_launcher.health.CONFIG_VARIABLE by a test
 DEFAULT_HANG_TIMEOUT_S = 1800  # 30 min: longer than a slow checkpoint save or evaluation, far below 7 days
 DEFAULT_STRAGGLER_RATIO = 1.5
+# 10 min: Vertex starts each replica when its VM is ready (image pull, package install), so ranks join minutes
+# apart; held equal to vertexdist_launcher.timeouts.DEFAULT_RENDEZVOUS_TIMEOUT_S by a test
+DEFAULT_RENDEZVOUS_TIMEOUT_S = 600
 
 
 class HealthSpec(BaseModel):
@@ -36,6 +39,20 @@ class HealthSpec(BaseModel):
         description="A rank whose own step time is over this many times the ranks' median is a straggler.",
     )
 
+    rendezvous_timeout: int = Field(
+        default=DEFAULT_RENDEZVOUS_TIMEOUT_S,
+        gt=0,
+        description=(
+            "How long a rank waits for the others to join: torchrun's rendezvous, the bundled trainer's"
+            f" init_process_group and Ray workers joining the head. Default 10m. {ACCEPTED_FORMS}."
+        ),
+    )
+
+    @field_validator("rendezvous_timeout", mode="before")
+    @classmethod
+    def _join(cls, value: object) -> int:
+        return int(parse_duration(value))
+
     @field_validator("hang_timeout", mode="before")
     @classmethod
     def _timeout(cls, value: object) -> int | None:
@@ -46,6 +63,10 @@ class HealthSpec(BaseModel):
     def env_value(self) -> str:
         """The value of VERTEXDIST_HEALTH the workers get."""
         return json.dumps(
-            {"hang_timeout": self.hang_timeout, "straggler_ratio": self.straggler_ratio},
+            {
+                "hang_timeout": self.hang_timeout,
+                "straggler_ratio": self.straggler_ratio,
+                "rendezvous_timeout": self.rendezvous_timeout,
+            },
             separators=(",", ":"),
         )

@@ -42,11 +42,12 @@ from .ray_gcs import HeadGcs, hold_watch_socket, port_answers, wait_for_close, w
 from .ray_node import become_subreaper, log_tail, remove_link, short_temp_dir, start_node, stop_node
 from .ray_outcome import ACK_WAIT_S, Outcome, driver_failure_lines, last_line, worker_verdict
 from .ray_output import LINK_VARIABLE
+from .timeouts import DEFAULT_RENDEZVOUS_TIMEOUT_S, rendezvous_timeout_s
 from .torchrun import free_port
 from .worker import PARENT_VARIABLE
 
-JOIN_TIMEOUT_VARIABLE = "VERTEXDIST_RAY_JOIN_TIMEOUT_S"
-DEFAULT_JOIN_TIMEOUT_S = 600.0  # replicas of a Vertex job start minutes apart (image pull, pip install)
+JOIN_TIMEOUT_VARIABLE = "VERTEXDIST_RAY_JOIN_TIMEOUT_S"  # wins over the template's health.rendezvous_timeout
+DEFAULT_JOIN_TIMEOUT_S = float(DEFAULT_RENDEZVOUS_TIMEOUT_S)  # replicas start minutes apart (image pull, pip)
 WORKERS_LEAVE_S = 30.0  # after a successful driver, how long the head waits for the worker nodes to stop
 HEAD_GONE_S = 15.0  # after a failed driver, how long a worker lets the head end first (it is blamed)
 POLL_S = 0.5
@@ -74,11 +75,13 @@ class _Stop:
 
 
 def join_timeout(env: Mapping[str, str]) -> float:
+    """How long nodes wait for the head and for each other: VERTEXDIST_RAY_JOIN_TIMEOUT_S, else the
+    template's `health.rendezvous_timeout` (`timeouts`)."""
     raw = env.get(JOIN_TIMEOUT_VARIABLE, "")
     try:
-        return float(raw) if raw else DEFAULT_JOIN_TIMEOUT_S
+        return float(raw) if raw else float(rendezvous_timeout_s(env))
     except ValueError:
-        return DEFAULT_JOIN_TIMEOUT_S
+        return float(rendezvous_timeout_s(env))
 
 
 def ray_missing_line(replica: str) -> str:

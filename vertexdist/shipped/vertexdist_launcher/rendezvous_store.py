@@ -16,6 +16,7 @@ loaded already, as in a warm pool's fork, when it starts an env:// or tcp:// ren
 store the same way in the chief's process and sets TORCHELASTIC_USE_AGENT_STORE=True: torch's env:// and
 tcp:// rendezvous then make every rank a client of the store at MASTER_ADDR:MASTER_PORT, rank 0 too, in this
 process or one it starts. Code that never imports torch keeps the port (a server of its own may bind it).
+It starts the rank's health watcher first, as `vertexdist_launcher.watched` does on the other replicas.
 """
 
 from __future__ import annotations
@@ -153,6 +154,9 @@ def main(argv: Sequence[str]) -> NoReturn:
     except LauncherUsageError as exc:
         print(f"vertexdist_launcher.rendezvous_store: {exc}", file=sys.stderr)
         sys.exit(2)
+    from . import health
+
+    health.start(os.environ)  # the rank's watcher, a daemon thread (vertexdist_launcher.health)
     watch_for_torch()
     end_process(run_as_python(lambda: run_target(target), own_files={__file__, worker_file}))
 

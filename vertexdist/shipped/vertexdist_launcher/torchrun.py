@@ -22,6 +22,7 @@ from .gpus import count_gpus
 from .health import HUNG_EXIT, declared_hung
 from .options import LaunchOptions
 from .rendezvous_store import hold_loopback_store
+from .timeouts import rendezvous_timeout_s
 from .torchrun_args import nproc_per_node, torchrun_args
 from .worker import PARENT_VARIABLE
 from .worker_fork import ARRIVED_WARM, ForkServer, install
@@ -54,7 +55,9 @@ def _failures(error: Any) -> tuple[list[WorkerFailure], WorkerFailure]:
 def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int:
     nproc = nproc_per_node(options, env, lambda: count_gpus(env))
     port = place.master_port if place.master_port is not None else free_port()
-    args = torchrun_args(place, options, nproc=nproc, master_port=port)
+    args = torchrun_args(
+        place, options, nproc=nproc, master_port=port, rdzv_timeout_s=rendezvous_timeout_s(env)
+    )
     say(
         f"{place.replica} is node {place.node_rank} of {place.nnodes}, {nproc} process(es): "
         f"torchrun {shlex.join(args)}"
