@@ -17,6 +17,9 @@ the same emulator, in turns; the last figure printed is the ratio of the medians
 `--warm --model`: the same with a `model:` section (issue 34): our submit also keeps the run record, labels
 the job with its commit and reads back the registered model as `submit --follow` does; the SDK's `run()`
 gets `model_serving_container_image_uri` and `model_display_name`, and returns the uploaded Model.
+`--warm --model --experiment`: the template also has `experiment:` (the job becomes a run of it, logged by the
+emulator when the job ends); the SDK's `run()` is left as with `--model` (CustomTrainingJob.run() takes no
+experiment; logging the run by hand would only add SDK calls to the baseline).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ PROJECT, LOCATION, BUCKET = "bench-proj", "us-central1", "vd-bench"
 PREBUILT = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest"
 SERVING = "us-docker.pkg.dev/vertex-ai/prediction/sklearn-cpu.1-0:latest"
 MODEL_SECTION = f"model:\n  serving_container_image_uri: {SERVING}\n  display_name: bench-model\n"
+EXPERIMENT_SECTION = "experiment:\n  name: bench-exp\n"
 
 
 def write_template(folder: Path, name: str, script: str, extra: str = "") -> Path:
@@ -78,7 +82,7 @@ def submit_until(
     `record`, also what `submit` adds for its run record and a `model:` section (issue 34)."""
     from vertexdist.backends.config import resolve_target
     from vertexdist.backends.vertex import VertexBackend
-    from vertexdist.backends.watch import PollPolicy, watch
+    from vertexdist.backends.watch import follow_policy, watch
     from vertexdist.emulator import Emulator
     from vertexdist.spec import load_template
 
@@ -107,7 +111,7 @@ def submit_until(
 
             kept = keep_submission_record(backend, template, name, submission, print)
             assert kept is not None
-        policy = PollPolicy(max_s=1.0)  # as `submit` polls an emulator
+        policy = follow_policy(True, logs=False)  # as `submit` polls an emulator
         final = watch(
             backend, name, on_status=lambda s: None, until=lambda s: s.state == until or s.done, policy=policy
         )
@@ -151,7 +155,7 @@ def median(values: list[float]) -> str:
     return f"min {min(values):.2f} s / median {statistics.median(values):.2f} s"
 
 
-def warm_ratio(work: Path, runs: int, *, model: bool = False) -> float:
+def warm_ratio(work: Path, runs: int, *, model: bool = False, experiment: bool = False) -> float:
     """2. on one `--warm 2` emulator started first: our submit vs the SDK's run(), in turns (medians); with
     `model`, both register the model and our submit keeps its run record."""
     from google.cloud import storage as gcs
@@ -159,6 +163,7 @@ def warm_ratio(work: Path, runs: int, *, model: bool = False) -> float:
     from vertexdist.emulator import Emulator
 
     variant = " with model: (and the run record)" if model else ""
+    variant += " with experiment:" if experiment else ""
     print(
         f"== 2 (--warm). a 1 s job{variant}, submit -> SUCCEEDED, on one emulator started first with --warm 2"
     )
@@ -172,7 +177,8 @@ def warm_ratio(work: Path, runs: int, *, model: bool = False) -> float:
             script += "import os, pathlib\n"
             script += "p = pathlib.Path(os.environ['AIP_MODEL_DIR'].replace('gs://', '/gcs/'))\n"
             script += "p.mkdir(parents=True, exist_ok=True)\n(p / 'w.txt').write_text('w')\n"
-        path = write_template(work / "warm-done", "bench-warm", script, MODEL_SECTION if model else "")
+        extra = (MODEL_SECTION if model else "") + (EXPERIMENT_SECTION if experiment else "")
+        path = write_template(work / "warm-done", "bench-warm", script, extra)
         submit_until(
             path, None, "SUCCEEDED", work / "sdist", emu, record=model
         )  # the package's upload, install
@@ -186,6 +192,13 @@ def warm_ratio(work: Path, runs: int, *, model: bool = False) -> float:
             seconds, lag = sdk_run(emu, path.parent / "train.py", BUCKET + "-sdk", model=model)
             theirs.append(seconds)
             their_lag.append(lag)
+        if experiment:
+            runs_logged = emu.http.experiments.store.children(  # type: ignore[attr-defined]
+                f"projects/{PROJECT}/locations/{LOCATION}/metadataStores/default", "contexts"
+            )
+            print(
+                f"   experiment contexts (runs and the experiment) in the metadata store: {len(runs_logged)}"
+            )
         logs = (work / "warm-emu").glob("jobs/*/logs/*.log")
         cold_starts = sum("starting this replica cold" in log.read_text() for log in logs)
         os.environ.pop("STORAGE_EMULATOR_HOST")
@@ -203,12 +216,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--warm", action="store_true", help="only 2., on one --warm 2 emulator started first")
     parser.add_argument("--model", action="store_true", help="with --warm: a template with model: (issue 34)")
+    parser.add_argument("--experiment", action="store_true", help="with --warm: and with experiment:")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-submit-"))
     if args.warm:  # after the imports the CLI makes lazily, as in 1.
         importlib.import_module("google.cloud.aiplatform_v1")
         importlib.import_module("vertexdist.emulator.local_runner")
-        warm_ratio(work, args.runs, model=args.model)
+        warm_ratio(work, args.runs, model=args.model, experiment=args.experiment)
         return
     # Import what the CLI imports lazily, so the figures are "after import" as the goal states.
     import google.cloud.aiplatform_v1  # noqa: F401

@@ -91,3 +91,33 @@ def test_polls_yields_each_status_then_each_line_once_with_it_and_ends_on_the_la
     assert final.state == "FAILED"
     assert [text for text, _ in seen] == [f"line {i}" for i in range(6)]
     assert seen[0][1] == "RUNNING" and 5.0 in sleeps
+
+
+class Clocked:
+    """A job that ends `end_at` s after the first describe, on a clock that only `sleep` moves."""
+
+    def __init__(self, end_at: float) -> None:
+        self.end_at, self.now = end_at, 0.0
+
+    def describe(self, name: str) -> JobStatus:
+        state = "SUCCEEDED" if self.now >= self.end_at else "RUNNING"
+        return JobStatus(name=name, display_name="d", state=state)
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_submit_follow_learns_of_an_emulator_jobs_end_within_a_quarter_second() -> None:
+    """The poll that notices the end was most of what `submit --follow` added to a short emulator job: it
+    comes at most 0.25 s after the end, whenever the job ends; Vertex keeps backing off to 10 s."""
+    from vertexdist.backends.watch import follow_policy
+
+    for tenth in range(1, 600):
+        backend = Clocked(tenth / 10)
+        policy = follow_policy(True, logs=False)
+        final = watch(backend, "j", on_status=lambda s: None, policy=policy, sleep=backend.sleep)  # type: ignore[arg-type]
+        assert final.state == "SUCCEEDED"
+        assert backend.now - backend.end_at <= 0.25 + 1e-9, (backend.end_at, backend.now)
+    assert follow_policy(True, logs=True).follow_max_s <= 0.25
+    assert follow_policy(False, logs=False).max_s == 10.0
+    assert follow_policy(False, logs=True).follow_max_s == 5.0

@@ -395,3 +395,42 @@ def test_bad_requests_are_4xx_naming_the_problem(aiplatform: Any, emu: Emulator)
     assert status == 400 and "its own child" in message
     status, message = call("GET", f"/v1/{PARENT}/tensorboards/none:batchRead", None)
     assert status == 404
+
+
+AUTOLOG_SCRIPT = """
+import os
+print("experiment", os.environ["AIP_EXPERIMENT_NAME"], "run", os.environ["AIP_EXPERIMENT_RUN_NAME"])
+"""
+
+
+def test_from_local_script_with_enable_autolog_is_taken_and_run(
+    aiplatform: Any, tensorboard: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CustomJob.from_local_script(enable_autolog=True) + run(experiment=, experiment_run=): the emulator
+    takes the SDK's package (the script behind `aiplatform.autolog()`, requiring
+    google-cloud-aiplatform[autologging]) and installs its requirements. Without MLflow and with no index
+    that has it, the job fails at that step, fast, naming enable_autolog and MLflow; with MLflow here, it
+    runs (its replica sees the experiment and run)."""
+    script = tmp_path / "train.py"
+    script.write_text(AUTOLOG_SCRIPT)
+    (tmp_path / "no-wheels").mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # offline: pip finds nothing but what is installed already
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "no-wheels"))
+    aiplatform.init(experiment="exp-autolog", experiment_tensorboard=tensorboard)
+    aiplatform.ExperimentRun.create("autolog-run", experiment="exp-autolog")
+    job = aiplatform.CustomJob.from_local_script(
+        display_name="exp-autolog",
+        script_path=str(script),
+        container_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest",
+        enable_autolog=True,
+    )
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError) as failed:
+            job.run(experiment="exp-autolog", experiment_run="autolog-run")
+        assert "enable_autolog" in str(failed.value) and "MLflow" in str(failed.value), failed.value
+        assert job.state.name == "JOB_STATE_FAILED"
+    else:
+        job.run(experiment="exp-autolog", experiment_run="autolog-run")
+        assert job.state.name == "JOB_STATE_SUCCEEDED"

@@ -231,3 +231,14 @@ def test_every_replica_sees_the_same_cluster_and_ranks_match_it(
         assert "evaluator" not in json.loads(env["TF_CONFIG"])["cluster"]
     if distributed:
         assert sorted(ranks) == list(range(nodes))
+
+
+def test_a_job_with_an_experiment_names_it_and_its_run_to_its_replicas() -> None:
+    """jobSpec.experiment / experimentRun reach the replicas as AIP_EXPERIMENT_NAME / _RUN_NAME, where
+    the SDK's aiplatform.autolog() (from_local_script(enable_autolog=True)) reads them; else neither."""
+    context = "projects/p/locations/l/metadataStores/default/contexts/"
+    job = _job(experiment=context + "exp", experimentRun=context + "exp-run1")
+    chief = _envs(job)["workerpool0-0"]
+    assert chief["AIP_EXPERIMENT_NAME"] == context + "exp"
+    assert chief["AIP_EXPERIMENT_RUN_NAME"] == context + "exp-run1"
+    assert "AIP_EXPERIMENT_NAME" not in _envs(_job())["workerpool0-0"]

@@ -209,12 +209,10 @@ class SubmitSession:
         on_logs: Callable[[LogChunk, JobStatus], None] | None = None,
     ) -> JobStatus:
         """Poll the job until it ends (its logs to `on_logs`, if given); its last status."""
-        from vertexdist.backends.watch import CLOUD_LOGGING_POLICY, PollPolicy, watch
+        from vertexdist.backends.watch import follow_policy, watch
 
         # Local jobs change state within seconds; Vertex jobs within minutes, so back off further there.
-        policy = PollPolicy(max_s=1.0) if self.target.is_emulator else PollPolicy()
-        if on_logs is not None and not self.target.is_emulator:
-            policy = CLOUD_LOGGING_POLICY
+        policy = follow_policy(self.target.is_emulator, logs=on_logs is not None)
         try:
             return watch(self.backend, name, on_status=on_status, on_logs=on_logs, policy=policy)
         except KeyboardInterrupt:

@@ -219,6 +219,7 @@ def replica_env(
     prefix = job.output_uri_prefix or ctx.default_output_uri
     if prefix:
         env.update(output_dirs(prefix))
+    env.update(experiment_env(job.raw))
     env["CLOUD_ML_PROJECT_ID"] = ctx.project
     env["CLOUD_ML_JOB_ID"] = ctx.job_id
     env["CLOUD_ML_REGION"] = ctx.region
@@ -232,6 +233,17 @@ def replica_env(
     if cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
     return env
+
+
+def experiment_env(job_spec: Mapping[str, object]) -> dict[str, str]:
+    """`AIP_EXPERIMENT_NAME` / `AIP_EXPERIMENT_RUN_NAME` for a job with `jobSpec.experiment`(`Run`): the
+    variables the SDK's `aiplatform.autolog()` (which `from_local_script(enable_autolog=True)` prepends to
+    the script) reads its experiment and run from (google/cloud/aiplatform/metadata/metadata.py)."""
+    found = {
+        "AIP_EXPERIMENT_NAME": job_spec.get("experiment"),
+        "AIP_EXPERIMENT_RUN_NAME": job_spec.get("experimentRun"),
+    }
+    return {key: value for key, value in found.items() if isinstance(value, str) and value}
 
 
 def hp_metric_file(metric_dir: str, replica: str) -> str:

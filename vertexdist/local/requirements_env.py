@@ -152,7 +152,25 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _run(argv: list[str], what: str) -> None:
+_AUTOLOG_HINT = (
+    "google-cloud-aiplatform[autologging] is what CustomJob.from_local_script(enable_autolog=True) requires:"
+    " it pulls in MLflow, which the replica's aiplatform.autolog() needs; make an mlflow wheel reachable"
+    " to pip (PIP_FIND_LINKS, PIP_INDEX_URL), or install mlflow beside vertexdist (the job sees its packages)"
+)
+_DEFAULT_HINT = (
+    "the prebuilt container installs the same requirements; check their names and versions,"
+    " and that pip can reach an index (PIP_INDEX_URL, PIP_FIND_LINKS)"
+)
+
+
+def install_hint(wanted: Sequence[str]) -> str:
+    """What to do when installing `wanted` failed: the SDK's autolog dependency gets its own advice."""
+    if any(w.replace(" ", "").startswith("google-cloud-aiplatform[autologging]") for w in wanted):
+        return _AUTOLOG_HINT
+    return _DEFAULT_HINT
+
+
+def _run(argv: list[str], what: str, hint: str = _DEFAULT_HINT) -> None:
     result = subprocess.run(
         argv,
         capture_output=True,
@@ -165,8 +183,7 @@ def _run(argv: list[str], what: str) -> None:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
         raise RequirementsError(
             f"{what} failed:\n{tail}",
-            hint="the prebuilt container installs the same requirements; check their names and versions,"
-            " and that pip can reach an index (PIP_INDEX_URL, PIP_FIND_LINKS)",
+            hint=hint,
         )
 
 
@@ -193,6 +210,7 @@ def ensure_env(env: RequirementsEnv) -> Path:
         _run(
             [python, "-m", "pip", "--python", str(env.python), "install", "--quiet", "--no-compile", *wanted],
             "installing the job's requirements (" + ", ".join(wanted)[:300] + ")",
+            install_hint(wanted),
         )
         (env.path / MARKER).write_text("\n".join(wanted) + "\n")
     return env.path
