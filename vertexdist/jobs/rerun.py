@@ -82,8 +82,8 @@ def rerun(
 
 def wait_for(backend: LocalBackend | VertexBackend, name: str) -> JobStatus:
     """Poll the job until it ends (as submit does: often on an emulator, backing off on Vertex)."""
-    from vertexdist.backends.watch import PollPolicy, watch
+    from vertexdist.backends.watch import follow_policy, watch
 
     target = getattr(backend, "target", None)
-    policy = PollPolicy(max_s=1.0) if target is not None and target.is_emulator else PollPolicy()
+    policy = follow_policy(target is not None and target.is_emulator, logs=False)
     return watch(backend, name, on_status=lambda _status: None, policy=policy)

@@ -531,7 +531,8 @@ class JobTemplate(_Strict):
         default=None,
         description=(
             "Rank health: `hang_timeout` (default 30m, `never`: off) ends a job no rank of which makes"
-            " progress; `straggler_ratio` (default 1.5) flags a rank slower than the others."
+            " progress; `straggler_ratio` (default 1.5) flags a rank slower than the others;"
+            " `rendezvous_timeout` (default 10m) is how long ranks wait for each other to join."
         ),
     )
 
