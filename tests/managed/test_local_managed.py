@@ -184,3 +184,32 @@ def test_a_spot_run_preempted_twice_ends_with_the_same_model_bytes_as_an_undistu
     expected = hashlib.sha256((_outputs(undisturbed.stderr) / "model" / "model.pt").read_bytes())
     actual = hashlib.sha256((_outputs(preempted.stderr) / "model" / "model.pt").read_bytes())
     assert actual.hexdigest() == expected.hexdigest()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_hung_attempt_is_retried_from_its_checkpoints_and_ends_with_the_same_model_bytes(
+    tmp_path: Path,
+) -> None:
+    path = _template(tmp_path, samples=4000)
+    body = yaml.safe_load(path.read_text())
+    body["trainer"]["args"] = [a for a in body["trainer"]["args"] if not a.startswith("--checkpoint-every")]
+    body["trainer"]["args"].append("--checkpoint-every=50")
+    body["health"] = {"hang_timeout": "4s"}
+    body["recovery"] = {"max_hangs": 1}
+    path.write_text(yaml.safe_dump(body))
+    undisturbed = _cli(tmp_path, "local-run", str(path))
+    assert undisturbed.returncode == 0, undisturbed.stderr[-3000:]
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("- kind: hang\n  replica: workerpool0-0\n  after_step: 120\n  times: 1\n")
+    hung = _cli(tmp_path, "local-run", str(path), "--fault-plan", str(plan))
+    assert hung.returncode == 0, hung.stderr[-3000:]
+    managed_id = hung.stdout.split()[1]
+    shown = json.loads(_cli(tmp_path, "managed", "status", managed_id, "--json").stdout)
+    assert [a["reason"] for a in shown["attempts"]] == ["HUNG", "SUCCEEDED"], shown["attempts"]
+    assert "attempt 1 HUNG" in hung.stderr
+    second = tmp_path / ".vertexdist" / "runs" / shown["attempts"][1]["job"] / "logs" / "workerpool0-0.log"
+    assert re.search(r"^resumed from .*/checkpoints/step-0+100/state.pt", second.read_text(), re.M)
+    expected = hashlib.sha256((_outputs(undisturbed.stderr) / "model" / "model.pt").read_bytes())
+    actual = hashlib.sha256((_outputs(hung.stderr) / "model" / "model.pt").read_bytes())
+    assert actual.hexdigest() == expected.hexdigest()
