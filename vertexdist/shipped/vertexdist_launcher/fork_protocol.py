@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import json
 import os
+import runpy
 import signal
 import socket
 import struct
@@ -77,7 +78,7 @@ def run_as_python(main: Callable[[], object], own_files: Collection[str] = ()) -
     gives (SystemExit, -SIGINT for KeyboardInterrupt, 1 for anything else, printed first), non-daemon threads
     joined, atexit handlers run, stdout and stderr flushed. The caller ends the process with that code
     (`end_process`), not by returning into interpreter shutdown."""
-    own = {__file__, *own_files}
+    own = {__file__, *own_files, runpy.__file__, "<frozen runpy>"}  # python -m shows no runpy frame either
     try:
         main()
         code = 0
