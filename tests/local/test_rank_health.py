@@ -139,7 +139,10 @@ def test_a_rank_blocked_in_its_read_ends_the_job_at_hang_timeout_naming_it_and_r
     assert "ranks 0-2 wait in the all-reduce of backward" in message
     last_step = max(float(b["last_step_at"]) for b in beats(run).values())
     assert ended - last_step <= HANG_TIMEOUT_S + 30
-    assert {r["exit_code"] for r in summary["replicas"]} == {124}  # the replicas' own code: HUNG
+    codes = {r["exit_code"] for r in summary["replicas"]}
+    # The replicas' own code, HUNG (124); a replica whose ranks lost their hung peer first may end 1 instead
+    # (its gloo wait fails as the others are stopped); seen under load. The verdict holds.
+    assert 124 in codes and codes <= {124, 1}, codes
     assert "stacks of rank 3" in (run / "logs" / "workerpool1-0.log").read_text()
     after = cli("ranks", str(run), "--json")  # still there once the job has ended
     assert json.loads(after.stdout)["verdict"] == message
