@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.interrupts import default_sigint
 from vertexdist.backends.base import JobStatus, LogChunk, LogQuery
 from vertexdist.backends.config import Target
 from vertexdist.backends.vertex import VertexBackend
@@ -256,7 +257,7 @@ def test_logs_follow_in_the_cli_ends_on_ctrl_c_with_130(emu: Emulator, job_clien
     env = {**os.environ, "VERTEX_API_ENDPOINT": emu.vertex_endpoint, "NO_GCE_CHECK": "true"}
     follower = subprocess.Popen(
         [sys.executable, "-m", "vertexdist", "logs", name, "--follow"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )  # fmt: skip
     try:
         assert follower.stdout is not None

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.interrupts import default_sigint
 from vertexdist.emulator import Emulator
 from vertexdist.emulator.faults import Fault
 from vertexdist.render import with_job_folder
@@ -308,7 +309,7 @@ def test_ctrl_c_while_following_an_in_process_emulator_job_cancels_it(
     follower = subprocess.Popen(
         [*submit, "--emulator-data-dir", str(data)],
         env={**os.environ, "NO_GCE_CHECK": "true"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )  # fmt: skip
     try:
         assert follower.stdout is not None

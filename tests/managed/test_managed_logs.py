@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.interrupts import default_sigint
 from vertexdist.cli import main
 from vertexdist.errors import UsageError
 from vertexdist.managed import service
@@ -68,7 +69,13 @@ def _command(*args: str) -> list[str]:
 
 def _start(cwd: Path, *args: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        _command(*args), cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=stderr, text=True
+        _command(*args),
+        cwd=cwd,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        preexec_fn=default_sigint,
     )
 
 
