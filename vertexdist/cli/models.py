@@ -56,15 +56,10 @@ def _place(
     emulator_data_dir: Path,
     ref: str | None = None,
 ) -> JobPlace:
+    from vertexdist.cli.jobs import place
     from vertexdist.jobs.models import place_of
 
-    if emulator and endpoint:
-        raise UsageError(
-            "--emulator and --endpoint both say where to look", hint="drop one: --emulator is the local one"
-        )
-    return place_of(
-        ref, JobPlace(project, location, endpoint, transport, emulator_data_dir if emulator else None)
-    )
+    return place_of(ref, place(project, location, endpoint, transport, emulator, emulator_data_dir))
 
 
 def list_models(

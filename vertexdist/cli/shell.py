@@ -65,13 +65,12 @@ def shell(
     emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
 ) -> None:
     """Open a shell in a live replica: its variables, working folder and /gcs (Vertex: its shell URI)."""
+    from vertexdist.cli.jobs import place as job_place
     from vertexdist.jobs.find import local_job
     from vertexdist.jobs.ranks import health_dir
-    from vertexdist.jobs.where import JobPlace, open_job
+    from vertexdist.jobs.where import open_job
 
-    if emulator and endpoint:
-        raise UsageError("--emulator and --endpoint both say where to look", hint="drop one")
-    place = JobPlace(project, location, endpoint, transport, emulator_data_dir if emulator else None)
+    place = job_place(project, location, endpoint, transport, emulator, emulator_data_dir)
     if emulator or local_job(job) is not None:
         raise typer.Exit(_local_shell(health_dir(job, place), job.strip(), replica, command))
     from vertexdist.jobs import shell as service
