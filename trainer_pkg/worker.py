@@ -530,9 +530,12 @@ _KEEP_UNTIL_EXIT: list[Worker] = []
 
 
 def start_health_watcher(env: Mapping[str, str]) -> None:
-    """The rank's health watcher (steps, where it is, heartbeats: `vertexdist_launcher.health`). The launcher
-    ships in every package and image vertexdist builds; run by hand without it, the trainer has none."""
+    """The rank's health watcher (steps, where it is, heartbeats: `vertexdist_launcher.health`), and its
+    stdout and stderr writing whole lines into the replica's log (`vertexdist_launcher.whole_lines`). The
+    launcher ships in every package and image vertexdist builds; run by hand without it, the trainer has
+    neither."""
     with contextlib.suppress(ImportError):
+        importlib.import_module("vertexdist_launcher.whole_lines").install()
         importlib.import_module("vertexdist_launcher.health").start(env)
 
 

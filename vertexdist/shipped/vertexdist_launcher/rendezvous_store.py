@@ -154,8 +154,9 @@ def main(argv: Sequence[str]) -> NoReturn:
     except LauncherUsageError as exc:
         print(f"vertexdist_launcher.rendezvous_store: {exc}", file=sys.stderr)
         sys.exit(2)
-    from . import health
+    from . import health, whole_lines
 
+    whole_lines.install()
     health.start(os.environ)  # the rank's watcher, a daemon thread (vertexdist_launcher.health)
     watch_for_torch()
     end_process(run_as_python(lambda: run_target(target), own_files={__file__, worker_file}))

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import health
+from . import health, whole_lines
 
 
 def main(argv: Sequence[str], program: str = "vertexdist_launcher.watched") -> NoReturn:
@@ -28,6 +28,7 @@ def main(argv: Sequence[str], program: str = "vertexdist_launcher.watched") -> N
     except LauncherUsageError as exc:
         print(f"{program}: {exc}", file=sys.stderr)
         sys.exit(2)
+    whole_lines.install()
     health.start(os.environ)
     end_process(run_as_python(lambda: run_target(target), own_files={__file__, worker_file}))
 

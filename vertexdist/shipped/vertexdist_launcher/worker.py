@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from . import health
+from . import health, whole_lines
 from .fork_protocol import end_process, run_as_python
 from .options import LauncherUsageError, Target, parse_target
 
@@ -79,9 +79,8 @@ def record_error(error: BaseException, env: Mapping[str, str], variable: str = E
 
 def main(argv: Sequence[str]) -> None:
     watch_parent(os.environ)
-    health.start(
-        os.environ
-    )  # the rank's watcher: steps, where it is, heartbeats (vertexdist_launcher.health)
+    whole_lines.install()  # ranks sharing a replica's log never join each other's lines
+    health.start(os.environ)  # the rank's watcher: steps, where it is, heartbeats (health.py)
     try:
         target = parse_target(argv)
     except LauncherUsageError as exc:
