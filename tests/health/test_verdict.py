@@ -152,3 +152,16 @@ def test_the_ranks_table_has_a_row_per_rank_and_ends_with_the_verdict() -> None:
     )
     assert text[-1] == "hung: no progress for 30s"
     assert table({"ranks": [], "verdict": None}).startswith("no heartbeats yet")
+
+
+def test_the_rank_a_verdict_names_is_read_back_from_its_line() -> None:
+    from vertexdist.health.verdict import named_rank
+
+    line = (
+        "hung: no progress for 20s; rank 3 (workerpool1-0, local rank 1) is in fetch_shard (train.py:23) at"
+        " step 5; ranks 0-2 wait in all_reduce (train.py:50)"
+    )
+    assert named_rank(line) == 3
+    assert named_rank("hung: no progress for 9s; rank 1 is in fetch_shard") == 1
+    assert named_rank("hung: no progress for 9s; ranks 0-3 wait in all_reduce") is None
+    assert named_rank(None) is None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -189,6 +190,9 @@ class Console:
         self.attempt_sources: list[AttemptSource] = []
         self._rows: dict[str, tuple[object, JobRow]] = {}  # local job id -> (its version, its row)
         self._secret_values: dict[str, tuple[str, ...]] = {}  # a remote job's path -> its secret values
+        # A remote job's name -> the Ranks panel's scan of its log lines (console.ranks.LogFollow).
+        self.rank_follows: dict[str, Any] = {}
+        self.rank_follows_lock = threading.Lock()
 
     # --- where ------------------------------------------------------------------------------------
     @property

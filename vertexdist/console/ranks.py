@@ -1,33 +1,47 @@
 """The job page's Ranks panel (`/api/ranks/<ref>`): the table `vertexdist ranks` prints, row by row as
 cells of text (`health.table`), with the straggler and the culprit of a hung job marked, and each rank's own
-step time for the panel's chart. Read from the heartbeats in the job's health folder: a local job's run
-folder, or an emulator job's folder under the emulator's data folder. A Vertex job's heartbeats are lines in
-its replicas' logs, which the panel does not read: it says so."""
+step time for the panel's chart.
+
+A local job's heartbeats are files in its run folder, an emulator job's in the emulator's data folder where
+the console knows it. A Vertex job's (or an emulator job's without its folder) are lines in its replicas'
+logs: the panel reads them as `vertexdist ranks` does, through the logs API, keeping one `LogScan` and
+cursor per job so that each refresh reads only the lines written since the last. On Vertex it reads at most
+every `VERTEX_READ_EVERY_S` (each rank writes a heartbeat line that often; Cloud Logging's read quota is
+per project and per minute), and shows what it read last in between."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from vertexdist.console.jobs import Console, NotFound
 from vertexdist.console.refs import JobRef
 from vertexdist.health.folder import HEALTH_DIR
+from vertexdist.health.log_scan import LogLine, LogScan
 from vertexdist.health.table import HEADS, cells
-from vertexdist.health.verdict import culprit
+from vertexdist.health.verdict import culprit, named_rank
+from vertexdist.shipped.vertexdist_launcher.health import LOG_EVERY_S
 
-VERTEX_NOTE = (
-    "Rank health for Vertex jobs is in the replica logs: each rank writes a `vertexdist_health` line three"
-    " times a minute (see them on the Logs panel, or with `vertexdist logs JOB`)."
-)
-NO_FOLDER_NOTE = (
-    "Rank health of an emulator job is read from the emulator's data folder: start the console with"
-    " --emulator (and --emulator-data-dir) to see it."
-)
+VERTEX_READ_EVERY_S = LOG_EVERY_S
+FROM_LOGS: Literal["logs"] = "logs"  # the job's heartbeats are in its replicas' logs
 TUNING_NOTE = "A tuning job's ranks are each trial's: open a trial."
 
 
+@dataclass
+class LogFollow:
+    """One remote job's log lines read so far, scanned: the cursor after them and when they were read."""
+
+    scan: LogScan = field(default_factory=LogScan)
+    cursor: object | None = None
+    read_at: float | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
 def health_folder(console: Console, ref: JobRef) -> Path | str:
-    """Where `ref`'s heartbeats are, or the note the panel shows instead; NotFound for no such job."""
+    """Where `ref`'s heartbeats are (`FROM_LOGS`: in its replicas' logs), or the note the panel shows
+    instead; NotFound for no such job."""
     if console.is_tuning(ref):
         return TUNING_NOTE
     if ref.source == "local":
@@ -36,10 +50,8 @@ def health_folder(console: Console, ref: JobRef) -> Path | str:
         if not run_dir.is_dir():
             raise NotFound(f"no local job {ref.job}")
         return run_dir / HEALTH_DIR
-    if not console._remote().target.is_emulator:  # no remote at all: NotFound
-        return VERTEX_NOTE
-    if console.emulator_dir is None:
-        return NO_FOLDER_NOTE
+    if not console._remote().target.is_emulator or console.emulator_dir is None:  # no remote: NotFound
+        return FROM_LOGS
     from vertexdist.jobs.ranks import _emulator_dir
 
     found = _emulator_dir(ref.job, console.emulator_dir)
@@ -51,7 +63,11 @@ def health_folder(console: Console, ref: JobRef) -> Path | str:
 def panel(report: dict[str, Any]) -> dict[str, Any]:
     """`jobs.ranks.report`'s rows as the panel shows them: cells, marks and the chart's point."""
     rows = report["ranks"]
-    blamed = culprit(rows) if report.get("verdict") else None
+    verdict = report.get("verdict")
+    blamed = named_rank(verdict) if verdict else None  # the rank the verdict names, else the rows' culprit
+    if verdict and blamed is None:
+        found = culprit(rows)
+        blamed = None if found is None else int(found["rank"])
     return {
         "columns": list(HEADS),
         "rows": [
@@ -59,7 +75,7 @@ def panel(report: dict[str, Any]) -> dict[str, Any]:
                 "rank": row["rank"],
                 "cells": cells(row),
                 "straggler": bool(row["straggler"]),
-                "culprit": blamed is not None and row["rank"] == blamed["rank"],
+                "culprit": row["rank"] == blamed,
                 "step": row["step"],
                 "own_step_s": row["own_step_s"],
             }
@@ -75,6 +91,31 @@ def ranks_data(console: Console, ref: JobRef) -> dict[str, Any]:
     from vertexdist.jobs.ranks import report
 
     where = health_folder(console, ref)
+    if where == FROM_LOGS:
+        return {"note": "", **panel(logs_report(console, ref))}
     if isinstance(where, str):
         return {"note": where, "columns": list(HEADS), "rows": [], "verdict": None, "ended": False}
     return {"note": "", **panel(report(where))}
+
+
+def logs_report(console: Console, ref: JobRef) -> dict[str, Any]:
+    """`jobs.ranks.log_report` for a remote job, from the lines written since the panel last read them."""
+    from vertexdist.backends.base import LogChunk
+    from vertexdist.backends.watch import read_logs
+    from vertexdist.jobs.ranks import log_report
+
+    backend, name = console._remote(), console._remote_name(ref)
+    with console.rank_follows_lock:
+        follow: LogFollow = console.rank_follows.setdefault(name, LogFollow())
+    with follow.lock:
+        status = console._call(lambda: backend.describe(name))
+        now = console.clock()
+        due = backend.target.is_emulator or follow.read_at is None
+        if due or status.done or now - (follow.read_at or now) >= VERTEX_READ_EVERY_S:
+
+            def add(chunk: LogChunk) -> None:
+                follow.scan.add(LogLine(chunk.replica, chunk.text, chunk.payload))
+
+            follow.cursor = console._call(lambda: read_logs(backend, name, follow.cursor, None, add))
+            follow.read_at = now
+        return log_report(follow.scan.result(), status, now)

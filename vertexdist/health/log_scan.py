@@ -40,7 +40,10 @@ def _stack_line(line: str) -> bool:
     return line.startswith("  ") or (line.startswith("Thread ") and line.endswith("(most recent call last):"))
 
 
-class _Scan:
+class LogScan:
+    """A scan that takes a job's lines as they come (`add`, in time order) and tells what they show so far
+    (`result`): the console's Ranks panel keeps one per job and feeds it only the lines after its cursor."""
+
     def __init__(self) -> None:
         self.found = LogHealth()
         self.latest: dict[int, dict[str, Any]] = {}
@@ -80,13 +83,21 @@ class _Scan:
             self.text_line(entry.replica, line.rstrip("\r"))
 
 
+    def result(self) -> LogHealth:
+        """What the lines so far show; a dump still being read counts as it stands (more lines may follow)."""
+        stacks = dict(self.found.stacks)
+        for rank, lines in self.open.values():
+            stacks[rank] = "\n".join(lines) + "\n"
+        return LogHealth(
+            beats=[self.latest[rank] for rank in sorted(self.latest)],
+            stacks=dict(sorted(stacks.items())),
+            verdict=self.found.verdict,
+        )
+
+
 def scan(lines: Iterable[LogLine]) -> LogHealth:
     """Each rank's latest heartbeat, its last stack dump and the verdict, from a job's lines in time order."""
-    state = _Scan()
+    state = LogScan()
     for line in lines:
         state.add(line)
-    for replica in list(state.open):
-        state.close(replica)
-    state.found.beats = [state.latest[rank] for rank in sorted(state.latest)]
-    state.found.stacks = dict(sorted(state.found.stacks.items()))
-    return state.found
+    return state.result()

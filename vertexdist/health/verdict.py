@@ -13,6 +13,7 @@ stragglers, and whether the job is hung and who is to blame. Pure: plain dicts i
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,15 @@ def culprit(beats: Sequence[Beat]) -> Beat | None:
     if not not_waiting and len(behind) == len(beats):
         return None  # every rank waits at the same step: no one to name
     return min(behind, key=lambda b: int(b["rank"]))
+
+
+_NAMED_RANK = re.compile(r"^hung: [^;]*; rank (\d+) ")
+
+
+def named_rank(verdict: str | None) -> int | None:
+    """The culprit's rank that a verdict line (`hang_verdict`'s) names, if it names one."""
+    found = _NAMED_RANK.match(verdict or "")
+    return int(found.group(1)) if found else None
 
 
 def hang_verdict(beats: Sequence[Beat], now: float, hang_timeout: float | None) -> str | None:
