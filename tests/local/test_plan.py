@@ -114,3 +114,35 @@ def test_every_replica_of_the_users_own_module_starts_the_rank_watcher_first() -
         "pythonPackageSpec": {**PACKAGE, "pythonModule": "trainer_pkg.task"},
     }
     assert _plan(spec).replicas[1].argv[:3] == ("/py", "-m", "trainer_pkg.task")
+
+
+# The user's own module under `launcher: python`, as vertexdist renders it now (through the shipped launcher's
+# `watched` runner, so that Vertex starts the rank's watcher too) and as older versions submitted it.
+RENDERED = {
+    **PACKAGE,
+    "pythonModule": "vertexdist_launcher.watched",
+    "args": ["-m", "trainer.task", *PACKAGE["args"]],
+}
+
+
+@pytest.mark.parametrize("package", [RENDERED, PACKAGE], ids=["watched", "older-job"])
+def test_the_users_module_is_wrapped_once_whichever_way_the_job_names_it(package: dict[str, Any]) -> None:
+    """One runner in front of the module, never two: the store's runner on a loopback chief (in place of a
+    rendered `watched`), `watched` on the other replicas; a job that names the module itself gets the same."""
+    spec = _spec()
+    spec["workerPoolSpecs"][0] = {"replicaCount": 1, "pythonPackageSpec": package}
+    spec["workerPoolSpecs"][1] = {"replicaCount": 2, "pythonPackageSpec": package}
+    plan = build_plan(
+        parse_job_spec(spec),
+        CTX,
+        ports=[1, 2, 3, 4],
+        run_dir=Path("/r"),
+        python="/py",
+        package_dirs={URI: "/c"},
+    )
+    chief, worker, other, _ = plan.replicas
+    module = ("-m", "trainer.task", "--epochs=2", "--lr=0.1")
+    assert chief.argv == ("/py", "-m", "vertexdist_launcher.rendezvous_store", *module)
+    for replica in (worker, other):
+        assert replica.argv == ("/py", "-m", "vertexdist_launcher.watched", *module)
+        assert replica.env["PYTHONPATH"] == f"{LAUNCHER_DIR.parent}:/c"

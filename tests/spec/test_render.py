@@ -16,6 +16,7 @@ from vertexdist.render import (
     render_request,
     request_hash,
 )
+from vertexdist.shipped.vertexdist_launcher.options import Target, parse_target
 from vertexdist.spec import JobTemplate
 
 from .conftest import BASE, BuildTemplate
@@ -90,7 +91,10 @@ def test_script_placeholder_names_the_sdk_package(tmp_path: Path) -> None:
     t = template(trainer={"script": str(tmp_path / "train.py")})
     code = render_job_spec(t)["workerPoolSpecs"][0]["pythonPackageSpec"]
     assert code["packageUris"][0].endswith("/<pending>/aiplatform_custom_trainer_script.tar.gz")
-    assert code["pythonModule"] == "aiplatform_custom_trainer_script.task"
+    assert (code["pythonModule"], code["args"]) == (
+        "vertexdist_launcher.watched",
+        ["-m", "aiplatform_custom_trainer_script.task"],
+    )
 
 
 def test_build_runs_the_image_as_a_container(tmp_path: Path) -> None:
@@ -139,11 +143,21 @@ def test_torchrun_runs_the_shipped_launcher_with_the_module_after_its_arguments(
     assert code["args"][:6] == ["torchrun", "--nproc-per-node", "2", "--max-restarts", "3", "--"]
 
 
-def test_python_launcher_runs_the_module_itself(tmp_path: Path) -> None:
+def test_python_launcher_runs_the_users_module_through_the_watched_runner(tmp_path: Path) -> None:
+    """On Vertex too, each replica of the user's own module starts the rank's health watcher first:
+    `vertexdist_launcher.watched -m MODULE ARGS` (shipped in every package) runs the module as `python -m`."""
     (tmp_path / "train.py").write_text("")
     trainer = {"script": str(tmp_path / "train.py"), "launcher": "python", "args": ["--lr", "0.1"]}
-    code = render_job_spec(template(trainer=trainer))["workerPoolSpecs"][0]["pythonPackageSpec"]
-    assert (code["pythonModule"], code["args"]) == ("aiplatform_custom_trainer_script.task", ["--lr", "0.1"])
+    pools = render_job_spec(template(trainer=trainer, replica_count=3))["workerPoolSpecs"]
+    assert len(pools) == 2
+    for pool in pools:
+        code = pool["pythonPackageSpec"]
+        assert code["pythonModule"] == "vertexdist_launcher.watched"
+        assert code["args"] == ["-m", "aiplatform_custom_trainer_script.task", "--lr", "0.1"]
+        # What the runner reads back is the user's module and its args, as rendered.
+        assert parse_target(code["args"]) == Target(
+            module="aiplatform_custom_trainer_script.task", args=("--lr", "0.1")
+        )
 
 
 def test_torchrun_in_a_container_is_the_container_command(tmp_path: Path) -> None:

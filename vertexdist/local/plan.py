@@ -23,7 +23,7 @@ from vertexdist.local.environment import (
 )
 from vertexdist.local.ports import LOOPBACK
 from vertexdist.render import mask_secrets
-from vertexdist.shipped import LAUNCHER_DIR, LAUNCHER_PACKAGE
+from vertexdist.shipped import LAUNCHER_DIR, LAUNCHER_PACKAGE, WATCHED_MODULE
 from vertexdist.spec.names import BUNDLED_TRAINER
 from vertexdist.wire.job_spec import JobSpec, JobSpecError, PoolSpec
 
@@ -136,21 +136,29 @@ def _argv(pool: PoolSpec, python: str, address: str, name: str) -> tuple[Replica
 
 
 STORE_MODULE = f"{LAUNCHER_PACKAGE}.rendezvous_store"
-WATCHED_MODULE = f"{LAUNCHER_PACKAGE}.watched"  # the user's code with the rank's health watcher
 
 
-def _users_code(pool: PoolSpec) -> bool:
-    """Whether this pool runs the user's own module under `launcher: python` (not the shipped launcher,
-    which starts each worker's watcher itself, nor the bundled trainer, which starts its own)."""
+def _users_target(pool: PoolSpec) -> tuple[str, ...] | None:
+    """`-m MODULE ARGS` where this pool runs the user's own module under `launcher: python`, else None (the
+    shipped launcher starts each worker's watcher itself, the bundled trainer starts its own).
+
+    vertexdist renders such a pool as `pythonModule: vertexdist_launcher.watched` with args `-m MODULE
+    ARGS`; a job submitted by an older vertexdist names the user's module itself."""
     module = pool.python_module or ""
-    return pool.kind == "python_package" and module.split(".")[0] not in (LAUNCHER_PACKAGE, BUNDLED_TRAINER)
+    if pool.kind != "python_package":
+        return None
+    if module == WATCHED_MODULE:
+        return pool.args
+    if module.split(".")[0] in (LAUNCHER_PACKAGE, BUNDLED_TRAINER):
+        return None
+    return ("-m", module, *pool.args)
 
 
 def _holds_store(pool: PoolSpec, node_rank: int | None, env: Mapping[str, str]) -> bool:
     """Whether this replica runs user code under `launcher: python` as the chief of a loopback rendezvous:
     its rank 0 would make a TCPStore listening on every interface (rendezvous_store holds one on loopback).
     The shipped launcher and the bundled trainer hold theirs themselves."""
-    return _users_code(pool) and node_rank == 0 and env.get("MASTER_ADDR") == LOOPBACK
+    return _users_target(pool) is not None and node_rank == 0 and env.get("MASTER_ADDR") == LOOPBACK
 
 
 def build_plan(
@@ -189,11 +197,13 @@ def build_plan(
             # Ray's short links (ray_node) belong in the machine's temp folder: this one is too long.
             env[HOST_TMPDIR_ENV] = tempfile.gettempdir()
         kind, argv = _argv(slot.pool, python, address, slot.name)
-        if addressing == "loopback" and _users_code(slot.pool):
-            # The store's runner (a loopback chief) or `watched`: each starts the rank's watcher, then runs
-            # `-m MODULE ARGS` as it was. On Vertex, Vertex runs the module itself (no watcher).
+        target = _users_target(slot.pool)
+        if addressing == "loopback" and target is not None:
+            # The store's runner (a loopback chief) or `watched`, once: each starts the rank's watcher, then
+            # runs `-m MODULE ARGS`. A rendered pool runs `watched` already, which the store's runner replaces
+            # on the chief; an older job's pool names the module, which either wraps.
             wrapper = STORE_MODULE if _holds_store(slot.pool, slot.node_rank, env) else WATCHED_MODULE
-            argv = (python, "-m", wrapper, *argv[1:])
+            argv = (python, "-m", wrapper, *target)
             env["PYTHONPATH"] = f"{LAUNCHER_DIR.parent}:{env['PYTHONPATH']}"  # this vertexdist's launcher
         launches.append(
             ReplicaLaunch(

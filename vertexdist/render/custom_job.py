@@ -7,7 +7,12 @@ pool 2 the reduction servers, `{}` for a skipped pool, no trailing empty pools. 
 One deliberate difference from the SDK: the reduction pool always gets the reduction-server image and an
 explicit machine type (the SDK sends `machine_type: null` and runs the training package there by default).
 With a launcher other than `python`, the training pools run the shipped `vertexdist_launcher` (inside the
-package or the image) with the launcher's arguments, `--`, then the user's module and its args.
+package or the image) with the launcher's arguments, `--`, then the user's module and its args. With
+`launcher: python`, a Python package's pools run the user's own module through the launcher's `watched`
+runner (`pythonModule: vertexdist_launcher.watched`, args `-m MODULE ARGS`), which starts the rank's health
+watcher and then runs the module as `python -m` would; the bundled trainer starts its own watcher and runs
+as it is. A built image runs `python -m MODULE` as before: the image holds the launcher only when the
+template's Dockerfile copies it in, which the render cannot know.
 
 Output folders: every job gets its own, `<base>/<job folder>`, as the SDK's default does (a timestamped
 folder per run), so no job resumes from another's checkpoints. `<base>` is the template's `base_output_dir`,
@@ -26,7 +31,7 @@ import copy
 import re
 from typing import TYPE_CHECKING, Any
 
-from vertexdist.shipped import LAUNCHER_PACKAGE
+from vertexdist.shipped import LAUNCHER_PACKAGE, WATCHED_MODULE
 from vertexdist.shipped.vertexdist_launcher.options import launch_args
 from vertexdist.spec.durations import format_duration
 from vertexdist.spec.health import CONFIG_VARIABLE as HEALTH_VARIABLE
@@ -137,6 +142,18 @@ def launcher_argv(t: JobTemplate) -> list[str] | None:
     )
 
 
+def _package_entry(t: JobTemplate) -> tuple[str, list[str]]:
+    """A Python package's `pythonModule` and the args before the user's own: the shipped launcher and its
+    arguments, `watched` and `-m MODULE` for the user's own module under `launcher: python`, or the bundled
+    trainer's module alone."""
+    launcher = launcher_argv(t)
+    if launcher is not None:
+        return LAUNCHER_PACKAGE, launcher
+    if t.trainer.is_bundled:
+        return t.trainer.module, []
+    return WATCHED_MODULE, ["-m", t.trainer.module]
+
+
 def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | None) -> dict[str, Any]:
     launcher = launcher_argv(t)
     if t.build is not None:
@@ -144,15 +161,17 @@ def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | Non
         if launcher is not None:
             container["command"] = ["python", "-m", LAUNCHER_PACKAGE, *launcher]
         elif t.trainer.module != f"{BUNDLED_TRAINER}.task":
-            # The image's ENTRYPOINT runs the bundled trainer; another module needs its own command.
+            # The image's ENTRYPOINT runs the bundled trainer; another module needs its own command. Not
+            # through `watched`: the launcher is in the image only where the template's Dockerfile copies it.
             container["command"] = ["python", "-m", t.trainer.module]
         return {"containerSpec": {**container, "args": list(t.trainer.args), "env": _env(t)}}
+    module, head = _package_entry(t)
     return {
         "pythonPackageSpec": {
             "executorImageUri": t.container_uri,
             "packageUris": [package_uri or placeholder_package_uri(t)],
-            "pythonModule": t.trainer.module if launcher is None else LAUNCHER_PACKAGE,
-            "args": [*(launcher or ()), *t.trainer.args],
+            "pythonModule": module,
+            "args": [*head, *t.trainer.args],
             "env": _env(t),
         }
     }

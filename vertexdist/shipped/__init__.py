@@ -9,4 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 LAUNCHER_PACKAGE = "vertexdist_launcher"
+# `python -m vertexdist_launcher.watched -m MODULE ARGS`: the user's own module under `launcher: python`, with
+# the rank's health watcher started first (what a rendered Python-package request runs).
+WATCHED_MODULE = f"{LAUNCHER_PACKAGE}.watched"
 LAUNCHER_DIR = Path(__file__).resolve().parent / LAUNCHER_PACKAGE

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# The launcher's modes. `python` is not one: with it Vertex runs the user's module itself, no launcher.
+# The launcher's modes. `python` is not one: with it the user's module runs once per machine, through the
+# `watched` runner (`vertexdist_launcher.watched -m MODULE ARGS`), which takes no mode.
 MODES: tuple[str, ...] = ("torchrun", "ray")
 NPROC_FLAG = "--nproc-per-node"
 RESTARTS_FLAG = "--max-restarts"

@@ -1,10 +1,11 @@
 """`python -m vertexdist_launcher.watched (-m MODULE | SCRIPT) ARGS`: the user's code with the rank's watcher.
 
-What a local or emulator job's replica runs under `launcher: python` (`vertexdist.local.plan`): the health
-watcher (`vertexdist_launcher.health`, a daemon thread) starts first, then the user's code runs exactly as
-`python -m MODULE ARGS` (or `python SCRIPT ARGS`) would, ending as `python` would look from outside
-(`fork_protocol.end_process`). The chief of a loopback rendezvous runs `vertexdist_launcher.rendezvous_store`
-instead, which starts the watcher too. On Vertex, Vertex runs the module itself: no watcher there.
+What every replica of the user's own module runs under `launcher: python`: vertexdist's render names it as
+the package's `pythonModule` with args `-m MODULE ARGS`, so Vertex runs it, and a local or emulator job's
+replica runs it too (`vertexdist.local.plan`). The health watcher (`vertexdist_launcher.health`, a daemon
+thread) starts first, then the user's code runs exactly as `python -m MODULE ARGS` (or `python SCRIPT ARGS`)
+would, ending as `python` would look from outside (`fork_protocol.end_process`). The chief of a loopback
+rendezvous runs `vertexdist_launcher.rendezvous_store` instead, which starts the watcher too.
 """
 
 from __future__ import annotations
