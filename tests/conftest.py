@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,6 +49,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         first_seen.setdefault(path, index)
         keys[path] = min(keys.get(path, (0.0, True)), _start_early(item))
     items.sort(key=lambda item: (*keys[str(item.path)], first_seen[str(item.path)]))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """A test that leaves SIGINT ignored or blocked in the suite's process is named (a warning) and undone:
+    every command a later test starts would inherit it, and its Ctrl-C tests would wait out their timeouts
+    (tests/interrupts.py)."""
+    yield
+    handler = signal.getsignal(signal.SIGINT)
+    blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    if handler is signal.SIG_IGN or blocked:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        how = "blocked" if blocked else "ignored"
+        item.warn(pytest.PytestWarning(f"{item.nodeid} left SIGINT {how} in the suite's process (undone)"))
 
 
 def write_tree(root: Path, files: Mapping[str, str | bytes]) -> Path:

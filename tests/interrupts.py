@@ -2,9 +2,9 @@
 
 A shell starts a command with SIGINT at its default, and Python then installs its KeyboardInterrupt handler;
 a child inherits an ignored SIGINT, though, and Python leaves it ignored. In the whole suite, a pytest
-worker was seen to reach these tests with SIGINT ignored (not yet traced to the test that leaves it so),
-and every Ctrl-C test in that worker then waited out its timeout. Starting the command with SIGINT at its
-default and unblocked tests what a user's Ctrl-C does.
+worker was seen to reach these tests with SIGINT ignored, and every Ctrl-C test in that worker then waited
+out its timeout. Starting the command with SIGINT at its default and unblocked tests what a user's Ctrl-C
+does; tests/conftest.py also names (a warning) and undoes any test that leaves SIGINT ignored or blocked.
 """
 
 from __future__ import annotations
