@@ -115,9 +115,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--samples", type=int, default=50_000)
+    # Epochs of a few seconds: at 50,000 samples (under half a second each) the ratio swung with start-up noise.
+    parser.add_argument("--samples", type=int, default=400_000)
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=4)
     args = parser.parse_args()
     print(f"machine: {len(os.sched_getaffinity(0))} CPU cores, load average {os.getloadavg()[0]:.1f}")
     on: list[float] = []
