@@ -115,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    # Epochs of a few seconds: at 50,000 samples (under half a second each) the ratio swung with start-up noise.
+    # Epochs of a few seconds: at 50,000 samples (under half a second) the ratio swung with start-up noise.
     parser.add_argument("--samples", type=int, default=400_000)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=4)

@@ -82,7 +82,6 @@ class LogScan:
         for line in entry.text.splitlines() or [""]:
             self.text_line(entry.replica, line.rstrip("\r"))
 
-
     def result(self) -> LogHealth:
         """What the lines so far show; a dump still being read counts as it stands (more lines may follow)."""
         stacks = dict(self.found.stacks)
