@@ -124,3 +124,15 @@ def test_an_interrupted_run_exits_130_even_while_a_library_thread_lives_on() -> 
     assert done.returncode == 130
     assert done.stderr.strip() == "interrupted"
     assert time.monotonic() - started < 30
+
+
+def test_running_many_commands_in_one_process_registers_each_command_once() -> None:
+    # Each in-process run registered every command again: the 60th run built 60 copies of each, and the
+    # suite's help test took 103 s of CPU in a worker that had run many commands before it (2.7 s alone).
+    main._app_for(["list"])
+    count = len(main.app.registered_commands)
+    for args in (["list"], ["status", "x"], []):
+        assert main._app_for(args) is main.app
+    assert len(main.app.registered_commands) == count
+    names = [command.name for command in main.app.registered_commands]
+    assert len(names) == len(set(names))

@@ -76,12 +76,18 @@ def _root(
 
 
 def _register() -> None:
+    """Every command onto `app`, once per process: typer appends what it is given, so a second call would
+    add every command again, and each later run would build them all twice over (a program or a test suite
+    that calls `run` many times in one process slowed down with each call)."""
+    if _state.get("registered"):
+        return
     # One line per command module; each module exposes `register(app)`.
     from vertexdist.cli import commands, help_format
 
     for module in commands.MODULES:
         module.register(app)
     help_format.use_for(app)
+    _state["registered"] = True
 
 
 def _report(error: VertexdistError) -> None:
