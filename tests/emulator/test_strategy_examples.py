@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from vertexdist.jobs.run_record import RECORD_FOLDER
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
 
@@ -40,8 +42,11 @@ def submit(cli: Any, template: Path, data: Path, display_name: str) -> list[Path
 
 
 def output_folder(data: Path, display_name: str) -> Path:
-    """The job's output folder in the emulator's Cloud Storage (AIP_MODEL_DIR etc. are under it)."""
-    [output] = list((data / "gcs" / "vertexdist-demo/staging/vertexdist/output" / display_name).iterdir())
+    """The job's output folder in the emulator's Cloud Storage (AIP_MODEL_DIR etc. are under it). Its run
+    record sits beside it (`vertexdist-records/`), and shows in this file tree once the storage emulator has
+    mirrored it there, which may come before or after the job's end."""
+    base = data / "gcs" / "vertexdist-demo/staging/vertexdist/output" / display_name
+    [output] = [folder for folder in base.iterdir() if folder.name != RECORD_FOLDER]
     return output
 
 
