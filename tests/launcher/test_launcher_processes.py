@@ -53,9 +53,13 @@ def start(tmp_path: Path, *target_args: str, nproc: int = 2, **env: str) -> subp
     script.write_text(RECORDER)
     (tmp_path / "records").mkdir(exist_ok=True)
     argv = ["torchrun", "--nproc-per-node", str(nproc), "--", str(script), str(tmp_path / "records")]
+    # torchrun's own temp folder (torchelastic_*) inside the test's, as a local run keeps it in the job's:
+    # a launcher these tests SIGKILL never removes it.
+    temp = tmp_path / "tmp"
+    temp.mkdir(exist_ok=True)
     return subprocess.Popen(
         [sys.executable, "-m", "vertexdist_launcher", *argv, *target_args],
-        env=launcher_env(**env),
+        env=launcher_env(TMPDIR=str(temp), **env),
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -139,7 +143,7 @@ def test_a_rank_killed_by_sigabrt_gets_the_abort_hint(tmp_path: Path) -> None:
     script.write_text(ABORTS_AT_ITS_END)
     launcher = subprocess.Popen(
         [sys.executable, "-m", "vertexdist_launcher", "torchrun", "--nproc-per-node", "2", "--", str(script)],
-        env=launcher_env(),
+        env=launcher_env(TMPDIR=str(tmp_path)),
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

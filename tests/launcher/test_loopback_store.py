@@ -70,6 +70,7 @@ def test_a_local_torchrun_job_listens_on_loopback_only(tmp_path: Path) -> None:
         and not k.startswith(("TORCHELASTIC_", "VERTEXDIST_"))
     }
     env["PYTHONPATH"] = str(LAUNCHER_DIR.parent)
+    env["TMPDIR"] = str(tmp_path)  # torchrun's torchelastic_* folder stays in the test's
     out = tmp_path / "listeners.json"
     launcher = subprocess.Popen(
         [
