@@ -64,7 +64,7 @@ def panel(report: dict[str, Any]) -> dict[str, Any]:
     """`jobs.ranks.report`'s rows as the panel shows them: cells, marks and the chart's point."""
     rows = report["ranks"]
     verdict = report.get("verdict")
-    blamed = named_rank(verdict) if verdict else None  # the rank the verdict names, else the rows' culprit
+    blamed = named_rank(verdict)  # the rank the verdict names, else the rows' culprit
     if verdict and blamed is None:
         found = culprit(rows)
         blamed = None if found is None else int(found["rank"])
@@ -110,8 +110,8 @@ def logs_report(console: Console, ref: JobRef) -> dict[str, Any]:
     with follow.lock:
         status = console._call(lambda: backend.describe(name))
         now = console.clock()
-        due = backend.target.is_emulator or follow.read_at is None
-        if due or status.done or now - (follow.read_at or now) >= VERTEX_READ_EVERY_S:
+        stale = follow.read_at is None or now - follow.read_at >= VERTEX_READ_EVERY_S
+        if backend.target.is_emulator or status.done or stale:
 
             def add(chunk: LogChunk) -> None:
                 follow.scan.add(LogLine(chunk.replica, chunk.text, chunk.payload))

@@ -142,11 +142,10 @@ def launcher_argv(t: JobTemplate) -> list[str] | None:
     )
 
 
-def _package_entry(t: JobTemplate) -> tuple[str, list[str]]:
+def _package_entry(t: JobTemplate, launcher: list[str] | None) -> tuple[str, list[str]]:
     """A Python package's `pythonModule` and the args before the user's own: the shipped launcher and its
-    arguments, `watched` and `-m MODULE` for the user's own module under `launcher: python`, or the bundled
-    trainer's module alone."""
-    launcher = launcher_argv(t)
+    arguments (`launcher`, `launcher_argv`'s), `watched` and `-m MODULE` for the user's own module under
+    `launcher: python`, or the bundled trainer's module alone."""
     if launcher is not None:
         return LAUNCHER_PACKAGE, launcher
     if t.trainer.is_bundled:
@@ -165,7 +164,7 @@ def _training_code(t: JobTemplate, package_uri: str | None, image_uri: str | Non
             # through `watched`: the launcher is in the image only where the template's Dockerfile copies it.
             container["command"] = ["python", "-m", t.trainer.module]
         return {"containerSpec": {**container, "args": list(t.trainer.args), "env": _env(t)}}
-    module, head = _package_entry(t)
+    module, head = _package_entry(t, launcher)
     return {
         "pythonPackageSpec": {
             "executorImageUri": t.container_uri,
