@@ -127,7 +127,7 @@ class StandInBuilder:
 
 def second_run_figures() -> None:
     os.environ.setdefault("NO_GCE_CHECK", "true")
-    from vertexdist.emulator.gcs import StorageEmulator
+    from vertexdist.emulator.storage.server import StorageEmulator
 
     server = StorageEmulator()
     server.start()

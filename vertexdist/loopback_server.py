@@ -1,6 +1,6 @@
 """A threaded HTTP server on 127.0.0.1 that serves from a background thread until stopped: the base of the
 emulator's Vertex API (`emulator.http_api`, with Cloud Logging and the `/vertexdist/v1/` control
-endpoints), its Cloud Storage API (`emulator.gcs_http`) and a local job's metadata server
+endpoints), its Cloud Storage API (`emulator.storage.http`) and a local job's metadata server
 (`local.metadata_server`).
 
 Loopback only, and only for the user who started it: the emulator runs commands it is sent, and every page

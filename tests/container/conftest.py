@@ -16,7 +16,7 @@ STAGING_BUCKET = "vd-staging"
 @pytest.fixture
 def gcs_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The Cloud Storage emulator in this process; STORAGE_EMULATOR_HOST points at it."""
-    from vertexdist.emulator.gcs import StorageEmulator
+    from vertexdist.emulator.storage.server import StorageEmulator
 
     server = StorageEmulator()
     server.start()

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from vertexdist.emulator import Emulator
-from vertexdist.emulator.experiment_store import ExperimentStore
 from vertexdist.emulator.filters import parse_expression
+from vertexdist.emulator.vertex.experiment_store import ExperimentStore
 from vertexdist.wire.experiment_run import job_run, params_from_args
 
 pytestmark = [pytest.mark.integration]

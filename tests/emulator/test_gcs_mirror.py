@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from vertexdist.emulator import Emulator
-from vertexdist.emulator.gcs import StorageEmulator
-from vertexdist.emulator.storage_mirror import StorageMirror
+from vertexdist.emulator.storage.mirror import StorageMirror
+from vertexdist.emulator.storage.server import StorageEmulator
 
 pytestmark = pytest.mark.integration
 

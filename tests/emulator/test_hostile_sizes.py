@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from vertexdist.emulator import Emulator
-from vertexdist.emulator.validation import LOCAL_MAX_REPLICAS
+from vertexdist.emulator.vertex.validation import LOCAL_MAX_REPLICAS
 from vertexdist.spec.names import display_name_problem, label_key_problem, label_value_problem
 from vertexdist.wire import shapes
 from vertexdist.wire.study import TuningSpecError, normalize_tuning_job, parse_tuning_job

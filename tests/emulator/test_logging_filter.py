@@ -8,7 +8,7 @@ import pytest
 
 from vertexdist.backends.base import LogQuery
 from vertexdist.backends.vertex.log_filter import entries_filter, message_of, replica_label
-from vertexdist.emulator.logging_filter import FilterError, parse_filter
+from vertexdist.emulator.logging.filter import FilterError, parse_filter
 from vertexdist.wire.timestamps import format_ns, parse_ns
 
 S = 1_000_000_000

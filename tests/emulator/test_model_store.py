@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from vertexdist.emulator.models import ModelRegistry, merged_aliases
-from vertexdist.emulator.service import ApiError
 from vertexdist.emulator.store import JobStore
+from vertexdist.emulator.vertex.jobs import ApiError
+from vertexdist.emulator.vertex.models import ModelRegistry, merged_aliases
 
 LOCATION = "projects/p/locations/us-central1"
 

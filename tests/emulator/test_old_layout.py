@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vertexdist.emulator.gcs import StorageEmulator
+from vertexdist.emulator.storage.server import StorageEmulator
 
 
 def test_one_refused_object_does_not_stop_the_import(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from vertexdist.emulator.gcs import StorageEmulator
+from vertexdist.emulator.storage.server import StorageEmulator
 
 pytestmark = pytest.mark.integration
 BUCKET = "vd-store"

@@ -22,11 +22,17 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from vertexdist.emulator import Emulator
-from vertexdist.emulator.gcs import StorageEmulator
-from vertexdist.emulator.gcs_fields import FieldError, check_fields, header_name, header_value, media_headers
 from vertexdist.emulator.http_body import nests_deeper, parse_json_object
-from vertexdist.emulator.output_sync import PublishError, publish_outputs
-from vertexdist.emulator.storage_mirror import StorageMirror
+from vertexdist.emulator.storage.fields import (
+    FieldError,
+    check_fields,
+    header_name,
+    header_value,
+    media_headers,
+)
+from vertexdist.emulator.storage.mirror import StorageMirror
+from vertexdist.emulator.storage.output_sync import PublishError, publish_outputs
+from vertexdist.emulator.storage.server import StorageEmulator
 
 BUCKET = "vd-hostile"
 REPO = Path(__file__).resolve().parents[2]

@@ -164,7 +164,7 @@ def test_list_filters() -> None:
 def test_the_emulator_refuses_exactly_what_validate_refuses(
     machine: str, accelerator: str | None, count: int
 ) -> None:
-    from vertexdist.emulator.validation import job_spec_problems
+    from vertexdist.emulator.vertex.validation import job_spec_problems
     from vertexdist.spec.machine_rules import MachineChoice, check_machine
 
     machine_spec: dict[str, object] = {"machineType": machine}
@@ -212,7 +212,7 @@ def test_the_replica_tail_keeps_the_last_lines_trimmed(tmp_path: Any) -> None:
 def test_the_emulator_reads_gs_uris_as_the_wire_parser_does(
     package: str, output: str, refused: list[str]
 ) -> None:
-    from vertexdist.emulator.validation import job_spec_problems
+    from vertexdist.emulator.vertex.validation import job_spec_problems
 
     pool = {
         "machineSpec": {"machineType": "n1-standard-4"},

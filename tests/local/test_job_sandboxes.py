@@ -205,7 +205,7 @@ def test_with_a_runtime_each_pool_runs_its_own_image_with_gcs_mounted(tmp_path: 
 
 
 def test_a_new_model_version_takes_its_aliases_from_older_ones() -> None:
-    from vertexdist.emulator.models import version_of, with_version
+    from vertexdist.emulator.vertex.models import version_of, with_version
 
     def version(vid: str, aliases: list[str]) -> dict[str, object]:
         return {"name": "m", "versionId": vid, "versionAliases": aliases, "createTime": vid}

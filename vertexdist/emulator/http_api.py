@@ -5,7 +5,7 @@ Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{
 hyperparameterTuningJobs (these also `DELETE /v1/{name}`; `tuning_api` serves them), `/v1beta1/` alike.
 Errors are `{"error": {code, message, status}}`, which the client maps to google.api_core exceptions.
 `$alt=json;enum-encoding=int` asks for enums as numbers.
-Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging_api`). Emulator-only
+Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging.api`). Emulator-only
 extensions live under `/vertexdist/` (the fault plan).
 Before any of that, `loopback_server.GuardedHandler` answers only the user who started the emulator, at its
 own address and origin, with JSON writes (docs/security.md).
@@ -24,16 +24,17 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from vertexdist.emulator import logging_api, tuning_api
-from vertexdist.emulator.experiments_api import ExperimentsApi
 from vertexdist.emulator.faults import Fault, FaultPlan
 from vertexdist.emulator.folder import ENDPOINTS_PATH
 from vertexdist.emulator.http_body import BodyError, parse_json_object, read_body
-from vertexdist.emulator.log_entries import JobEntries
+from vertexdist.emulator.logging import api as logging_api
+from vertexdist.emulator.logging.entries import JobEntries
 from vertexdist.emulator.paging import list_page
 from vertexdist.emulator.routes import EmulatorRoutes
-from vertexdist.emulator.service import ApiError, EmulatorService
-from vertexdist.emulator.tuning_service import TuningService
+from vertexdist.emulator.vertex import tuning_api
+from vertexdist.emulator.vertex.experiments import ExperimentsApi
+from vertexdist.emulator.vertex.jobs import ApiError, EmulatorService
+from vertexdist.emulator.vertex.tuning import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.loopback_server import LOOPBACK, GuardedHandler, LoopbackServer
 from vertexdist.wire import shapes
@@ -279,7 +280,7 @@ class VertexHTTPServer(LoopbackServer):
         self.logging = logging_api.LoggingApi(JobEntries(service))
         self.tuning = tuning
         self.routes: EmulatorRoutes | None = None  # deletes, models, operations (emulator/routes.py)
-        self.experiments = ExperimentsApi(None)  # metadata and TensorBoard (emulator/experiments_api.py)
+        self.experiments = ExperimentsApi(None)  # metadata and TensorBoard (emulator/vertex/experiments.py)
         self.storage_endpoint: str | None = None  # its Cloud Storage's, answered at ENDPOINTS_PATH
         self.faults = FaultPlan()
         self.verbose = verbose

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vertexdist.emulator.service import ApiError
+from vertexdist.emulator.vertex.jobs import ApiError
 
 Lister = Callable[[str, int, str], tuple[Sequence[Any], str]]
 

@@ -1,6 +1,6 @@
 """The emulator's routes beyond Create/Get/List/Cancel of jobs, registered in one table.
 
-Delete of CustomJobs and TrainingPipelines (long-running operations), ModelService (`models_api`), and
+Delete of CustomJobs and TrainingPipelines (long-running operations), ModelService (`vertex.models_api`), and
 Get of an operation (`/v1/{parent}/operations/ID`, also under a resource, as the REST clients' operations
 client asks). `http_api` asks `EmulatorRoutes.answer` first; None means "not mine".
 """
@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vertexdist.emulator.deletion import delete_job
-from vertexdist.emulator.models import ModelRegistry
-from vertexdist.emulator.models_api import ModelsApi
-from vertexdist.emulator.operations import Operations
-from vertexdist.emulator.persistent_resources import PersistentResourceRoutes, PersistentResources
-from vertexdist.emulator.service import ApiError, EmulatorService
+from vertexdist.emulator.vertex.deletion import delete_job
+from vertexdist.emulator.vertex.jobs import ApiError, EmulatorService
+from vertexdist.emulator.vertex.models import ModelRegistry
+from vertexdist.emulator.vertex.models_api import ModelsApi
+from vertexdist.emulator.vertex.operations import Operations
+from vertexdist.emulator.vertex.persistent_resources import PersistentResourceRoutes, PersistentResources
 
 _PARENT = r"(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)"
 # Job collections whose Delete is a long-running operation; a new one (tuning jobs) is one more name here

@@ -18,21 +18,21 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.emulator.execution import JobRunner
-from vertexdist.emulator.experiment_runs import log_experiment_run
-from vertexdist.emulator.experiments_api import ExperimentsApi
 from vertexdist.emulator.faults import FaultPlan as RequestFaults
 from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
-from vertexdist.emulator.gcs import StorageEmulator
 from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.local_runner import LocalBackendRunner
-from vertexdist.emulator.models import ModelRegistry
-from vertexdist.emulator.operations import Operations
-from vertexdist.emulator.output_sync import publish_outputs
 from vertexdist.emulator.routes import EmulatorRoutes
-from vertexdist.emulator.service import EmulatorService
-from vertexdist.emulator.storage_mirror import STATE_FILE, StorageMirror
+from vertexdist.emulator.storage.mirror import STATE_FILE, StorageMirror
+from vertexdist.emulator.storage.output_sync import publish_outputs
+from vertexdist.emulator.storage.server import StorageEmulator
 from vertexdist.emulator.store import JobStore
-from vertexdist.emulator.tuning_service import TuningService
+from vertexdist.emulator.vertex.experiment_runs import log_experiment_run
+from vertexdist.emulator.vertex.experiments import ExperimentsApi
+from vertexdist.emulator.vertex.jobs import EmulatorService
+from vertexdist.emulator.vertex.models import ModelRegistry
+from vertexdist.emulator.vertex.operations import Operations
+from vertexdist.emulator.vertex.tuning import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.local import gcs_mount
 from vertexdist.private_files import make_private_dir

@@ -7,7 +7,7 @@ SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"  # the SDK's package name fo
 BUNDLED_TRAINER = "trainer_pkg"
 
 # Labels and display names, one rule for the templates (`spec.rules`) and the emulator's API
-# (`emulator.validation`). GCP's label rules (https://cloud.google.com/resource-manager/docs/labels-overview,
+# (`emulator.vertex.validation`). GCP's label rules (https://cloud.google.com/resource-manager/docs/labels-overview,
 # "Requirements for labels", which Vertex's `labels` fields point to): at most 64 labels; a key is 1-63
 # characters, starting with a lowercase letter or an international character; keys and values (0-63) hold
 # only lowercase letters, digits, underscores and dashes, international characters allowed. Vertex's own

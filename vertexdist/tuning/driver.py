@@ -2,7 +2,7 @@
 into measurements, stop the trials it says to stop, settle the ones that end, until the job is done.
 
 One loop for both places trials run: `local-run` (trials as local jobs, `backends.local.trials`) and the
-emulator (trials as CustomJobs it runs, `emulator.tuning_service`). Cancelling stops every running trial and
+emulator (trials as CustomJobs it runs, `emulator.vertex.tuning`). Cancelling stops every running trial and
 waits for them; whatever ends the loop, no trial is left running.
 """
 

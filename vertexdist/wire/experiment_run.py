@@ -3,7 +3,7 @@
 `experiment:` put there), its params (the trainer's arguments: `--name=value`, `--name value`, `--flag`;
 a tuning trial's parameters come this way too), its time series (TensorBoard scalars, read elsewhere) and
 its final metrics (each series' last value). The emulator writes it into its metadata store
-(`emulator.experiment_runs`); local-run into the run folder (`to_record`).
+(`emulator.vertex.experiment_runs`); local-run into the run folder (`to_record`).
 """
 
 from __future__ import annotations

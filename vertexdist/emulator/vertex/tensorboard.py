@@ -15,8 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vertexdist.emulator.experiment_store import Collection, ExperimentStore, Resource, Resources, visible
-from vertexdist.emulator.service import ApiError
+from vertexdist.emulator.vertex.experiment_store import (
+    Collection,
+    ExperimentStore,
+    Resource,
+    Resources,
+    visible,
+)
+from vertexdist.emulator.vertex.jobs import ApiError
 
 _TYPE = "type.googleapis.com/google.cloud.aiplatform.v1.Tensorboard"
 COLLECTIONS = {

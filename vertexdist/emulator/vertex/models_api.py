@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vertexdist.emulator.filters import parse_filter
-from vertexdist.emulator.models import ModelRegistry, mask_paths, split_version
-from vertexdist.emulator.operations import Operations, response_type
 from vertexdist.emulator.paging import list_page
-from vertexdist.emulator.service import ApiError
 from vertexdist.emulator.store import JobStore, Resource
+from vertexdist.emulator.vertex.jobs import ApiError
+from vertexdist.emulator.vertex.models import ModelRegistry, mask_paths, split_version
+from vertexdist.emulator.vertex.operations import Operations, response_type
 
 _PREFIX = r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/models"
 _MODELS = re.compile(_PREFIX + r"(?::upload)?$")

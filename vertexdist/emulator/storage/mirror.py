@@ -39,7 +39,7 @@ from urllib.parse import quote, urlencode
 
 from vertexdist.backends.output_files import linked_folder, reached_within
 from vertexdist.backends.outputs import md5_base64
-from vertexdist.emulator.gcs import StorageEmulator
+from vertexdist.emulator.storage.server import StorageEmulator
 from vertexdist.errors import VertexdistError
 from vertexdist.private_files import write_private_json
 

@@ -17,9 +17,9 @@ import hashlib
 import json
 from typing import Any
 
-from vertexdist.emulator.log_entries import Entry, JobEntries, ReplicaLog, SortKey
-from vertexdist.emulator.logging_filter import EntryFilter, FilterError, parse_filter
-from vertexdist.emulator.service import ApiError
+from vertexdist.emulator.logging.entries import Entry, JobEntries, ReplicaLog, SortKey
+from vertexdist.emulator.logging.filter import EntryFilter, FilterError, parse_filter
+from vertexdist.emulator.vertex.jobs import ApiError
 
 PATH = "/v2/entries:list"
 DEFAULT_PAGE_SIZE = 50

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertexdist.emulator import validation
 from vertexdist.emulator.capacity import CapacityFaults, accelerator_type, flex_wait_outcome, max_wait_s
 from vertexdist.emulator.execution import JobRunner, LaunchRequest, RunningJob
 from vertexdist.emulator.filters import parse_filter
 from vertexdist.emulator.preemption import Preemptions
-from vertexdist.emulator.resource_use import ReplicaLedger
 from vertexdist.emulator.store import TERMINAL_STATES, JobStore, Resource, is_terminal, new_id
+from vertexdist.emulator.vertex import validation
+from vertexdist.emulator.vertex.resource_use import ReplicaLedger
 from vertexdist.wire import capacity_errors
 from vertexdist.wire.enums import job_to_pipeline_state
 from vertexdist.wire.proto_json import (

@@ -14,8 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from vertexdist.emulator.experiment_store import Collection, ExperimentStore, Resource, Resources, visible
-from vertexdist.emulator.service import ApiError
+from vertexdist.emulator.vertex.experiment_store import (
+    Collection,
+    ExperimentStore,
+    Resource,
+    Resources,
+    visible,
+)
+from vertexdist.emulator.vertex.jobs import ApiError
 from vertexdist.wire.proto_json import now_rfc3339
 
 _TYPE = "type.googleapis.com/google.cloud.aiplatform.v1.MetadataStore"

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from vertexdist.emulator.paging import list_page
-from vertexdist.emulator.service import EmulatorService
 from vertexdist.emulator.store import Resource
-from vertexdist.emulator.tuning_service import COLLECTION, TuningService
+from vertexdist.emulator.vertex.jobs import EmulatorService
+from vertexdist.emulator.vertex.tuning import COLLECTION, TuningService
 from vertexdist.wire.study import encode_tuning_enums
 
 COLLECTIONS = frozenset({COLLECTION})

@@ -1,5 +1,5 @@
-"""Vertex AI Experiments in the emulator: the ML Metadata store (`metadata_api`) and TensorBoard
-(`tensorboard_api`) behind one store, for `http_api` to ask first: `answer` is None for any other path.
+"""Vertex AI Experiments in the emulator: the ML Metadata store (`metadata`) and TensorBoard
+(`tensorboard`) behind one store, for `http_api` to ask first: `answer` is None for any other path.
 
 Paths are `/v1/projects/P/locations/L/{metadataStores|tensorboards}/...`, `/v1beta1/` alike, a custom
 method after the last segment's `:`. Query parameters may repeat (`batchRead`'s `timeSeries`).
@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from vertexdist.emulator.experiment_store import ExperimentStore
-from vertexdist.emulator.metadata_api import MetadataApi
-from vertexdist.emulator.tensorboard_api import TensorboardApi
+from vertexdist.emulator.vertex.experiment_store import ExperimentStore
+from vertexdist.emulator.vertex.metadata import MetadataApi
+from vertexdist.emulator.vertex.tensorboard import TensorboardApi
 
 _VERSIONS = ("v1", "v1beta1")
 ReadBody = Callable[[], dict[str, Any]]

@@ -12,7 +12,7 @@ An object changes in one step: its bytes go to a temporary file, which is rename
 then the metadata is replaced with a rename; only then is the older generation's file removed. A reader that
 opened the older file keeps reading it whole. A crash (kill -9) at any point leaves either the old object or
 the new one, never a mix: at start, files no metadata names are removed. Metadata carries no URL: links are
-made for each answer from the address it was asked on (`gcs_http`), so they follow the serving emulator.
+made for each answer from the address it was asked on (`http`), so they follow the serving emulator.
 
 Semantics follow https://cloud.google.com/storage/docs/json_api/v1 (generations, metagenerations,
 preconditions, composite objects have a crc32c and no md5Hash); object versioning is not emulated.
@@ -39,7 +39,7 @@ from typing import IO, Any
 
 import google_crc32c  # installed with google-cloud-storage
 
-from vertexdist.emulator.gcs_fields import FieldError, check_fields
+from vertexdist.emulator.storage.fields import FieldError, check_fields
 
 READ_BYTES = 1 << 20
 BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
@@ -102,7 +102,7 @@ def parse_int64(value: Any, what: str) -> int:
 
 
 def checked_fields(fields: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`fields`, once `gcs_fields.check_fields` finds nothing that could not be served as a header."""
+    """`fields`, once `fields.check_fields` finds nothing that could not be served as a header."""
     try:
         check_fields(fields)
     except FieldError as exc:

@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from vertexdist.emulator import validation
-from vertexdist.emulator.service import ApiError, EmulatorService, parse_parent
 from vertexdist.emulator.store import JobStore, Resource, is_terminal, new_id
+from vertexdist.emulator.vertex import validation
+from vertexdist.emulator.vertex.jobs import ApiError, EmulatorService, parse_parent
 from vertexdist.local.environment import hp_metric_file
 from vertexdist.tuning.driver import TrialEnd, TuningRun, metric_file_text
 from vertexdist.tuning.study import Study, TrialRecord

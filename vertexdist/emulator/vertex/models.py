@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from vertexdist.emulator.service import ApiError
 from vertexdist.emulator.store import JobStore, Resource, new_id
+from vertexdist.emulator.vertex.jobs import ApiError
 from vertexdist.errors import VertexdistError
 from vertexdist.wire.proto_json import now_rfc3339
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vertexdist.emulator.operations import finished_operation
 from vertexdist.emulator.paging import list_page
-from vertexdist.emulator.service import ApiError, EmulatorService, parse_parent
 from vertexdist.emulator.store import JobStore, Resource
-from vertexdist.emulator.validation import location_problems
+from vertexdist.emulator.vertex.jobs import ApiError, EmulatorService, parse_parent
+from vertexdist.emulator.vertex.operations import finished_operation
+from vertexdist.emulator.vertex.validation import location_problems
 from vertexdist.spec.rules import persistent_resource_id_problem
 from vertexdist.wire.enums import ACCELERATOR_TYPES, enum_name, enum_number
 from vertexdist.wire.placement import placement_problems, with_used

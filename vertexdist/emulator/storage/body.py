@@ -15,7 +15,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Protocol
 
-from vertexdist.emulator.gcs_store import Hashes, StoreError
+from vertexdist.emulator.storage.store import Hashes, StoreError
 
 READ_BYTES = 1 << 20
 MAX_HEAD_BYTES = 8 << 20  # a multipart upload's metadata part (JSON) and the headers around it

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertexdist.emulator.logging_filter import EntryFilter
-from vertexdist.emulator.service import EmulatorService
+from vertexdist.emulator.logging.filter import EntryFilter
 from vertexdist.emulator.store import is_terminal
+from vertexdist.emulator.vertex.jobs import EmulatorService
 from vertexdist.local.log_records import LogLine, LogReader
 from vertexdist.wire.timestamps import format_ns
 

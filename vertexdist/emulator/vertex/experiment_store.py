@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.emulator.filters import Function, parse_expression
-from vertexdist.emulator.operations import finished_operation
-from vertexdist.emulator.service import ApiError
 from vertexdist.emulator.store import JobStore, Resource, new_id
+from vertexdist.emulator.vertex.jobs import ApiError
+from vertexdist.emulator.vertex.operations import finished_operation
 from vertexdist.wire.proto_json import camel, now_rfc3339
 
 _FOLDER = "experiments"

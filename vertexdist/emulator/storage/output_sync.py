@@ -24,7 +24,7 @@ from typing import Any
 
 from vertexdist.backends.output_files import linked_folder, reached_within
 from vertexdist.backends.outputs import FolderOutputs, output_uri
-from vertexdist.emulator.gcs import StorageEmulator
+from vertexdist.emulator.storage.server import StorageEmulator
 from vertexdist.errors import VertexdistError
 from vertexdist.wire.gcs_uri import is_gs_uri, parse_gs_uri
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vertexdist.emulator.experiment_store import Collection, ExperimentStore, Resource, Resources
-from vertexdist.emulator.metadata_api import COLLECTIONS as METADATA
-from vertexdist.emulator.tensorboard_api import COLLECTIONS as TENSORBOARD
+from vertexdist.emulator.vertex.experiment_store import Collection, ExperimentStore, Resource, Resources
+from vertexdist.emulator.vertex.metadata import COLLECTIONS as METADATA
+from vertexdist.emulator.vertex.tensorboard import COLLECTIONS as TENSORBOARD
 from vertexdist.tensorboard_scalars import read_scalars
 from vertexdist.wire.experiment_run import JobRun, job_run, output_uri
 from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path

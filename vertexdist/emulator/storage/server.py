@@ -1,4 +1,4 @@
-"""A local Cloud Storage on loopback: the JSON API of `gcs_http` over the on-disk store of `gcs_store`.
+"""A local Cloud Storage on loopback: the JSON API of `http` over the on-disk store of `store`.
 
 Clients reach it with `STORAGE_EMULATOR_HOST=http://127.0.0.1:<port>`; google-cloud-storage then uses
 anonymous credentials by itself. The emulator's own code (publishing a job's outputs, fetching a package)
@@ -17,8 +17,8 @@ import socket
 import tempfile
 from pathlib import Path
 
-from vertexdist.emulator.gcs_http import StorageHTTPServer
-from vertexdist.emulator.gcs_store import ObjectStore, StoreError
+from vertexdist.emulator.storage.http import StorageHTTPServer
+from vertexdist.emulator.storage.store import ObjectStore, StoreError
 from vertexdist.errors import VertexdistError
 from vertexdist.loopback_server import LOOPBACK
 from vertexdist.wire.gcs_uri import parse_gs_uri

@@ -7,8 +7,8 @@ before trying deleting it again."). Deleting a pipeline deletes its backing Cust
 
 from __future__ import annotations
 
-from vertexdist.emulator.service import ApiError
 from vertexdist.emulator.store import JobStore, Resource, is_terminal
+from vertexdist.emulator.vertex.jobs import ApiError
 
 _KINDS = {
     "customJobs": "CustomJob",

@@ -1,4 +1,4 @@
-"""The Cloud Storage JSON API over `gcs_store`, as google-cloud-storage (and the Node and Go clients, through
+"""The Cloud Storage JSON API over `store`, as google-cloud-storage (and the Node and Go clients, through
 STORAGE_EMULATOR_HOST) speak it: https://cloud.google.com/storage/docs/json_api/v1.
 
 Served: buckets insert/get/list/patch/delete (and an empty IAM policy); objects insert (media, multipart and
@@ -12,7 +12,7 @@ emulator on another port are served by this one, and a forged Host never sends a
 Hostile input gets Cloud Storage's error JSON, never a 500: numbers (generations, preconditions, ranges)
 must be ASCII decimal int64s, JSON bodies at most 10 MiB (a larger declared length is refused before any
 of it is read) and 100 levels deep, page tokens ones this server gave. Fields served back as headers are
-checked when written and encoded when served (`gcs_fields`). Media is served with
+checked when written and encoded when served (`fields`). Media is served with
 `Content-Security-Policy: sandbox` and `X-Content-Type-Options: nosniff`: an HTML object opened in a
 browser runs no script and has no origin, so it cannot drive this API (same origin) as a page would.
 """
@@ -28,7 +28,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from vertexdist.emulator.gcs_body import (
+from vertexdist.emulator.http_body import parse_json_object
+from vertexdist.emulator.storage.body import (
     BodyEnded,
     RequestBody,
     body_chunks,
@@ -36,8 +37,8 @@ from vertexdist.emulator.gcs_body import (
     split_multipart,
     write_stream,
 )
-from vertexdist.emulator.gcs_fields import media_headers
-from vertexdist.emulator.gcs_store import (
+from vertexdist.emulator.storage.fields import media_headers
+from vertexdist.emulator.storage.store import (
     ObjectStore,
     Preconditions,
     Record,
@@ -45,7 +46,6 @@ from vertexdist.emulator.gcs_store import (
     checked_fields,
     parse_int64,
 )
-from vertexdist.emulator.http_body import parse_json_object
 from vertexdist.loopback_server import GuardedHandler, LoopbackServer
 from vertexdist.request_guard import WritePolicy
 
