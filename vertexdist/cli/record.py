@@ -9,6 +9,7 @@ folder. Exit codes: 0 fine; 1 the call failed or there is no record; 2 usage.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 
@@ -44,12 +45,14 @@ def describe(
     as_json: AsJson = False,
 ) -> None:
     """Show what made a job: its template, request, package or image, code commit, fault plan, attempts."""
-    from vertexdist.jobs.rerun import read_record
+    from vertexdist.jobs.rerun import read_record, record_doubts
     from vertexdist.render import mask_secrets
 
     at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
     with open_job(job, at) as (backend, name):
         record = read_record(backend, name)
+        for line in record_doubts(backend, name, record):
+            typer.echo(line, err=True)
     shown = {**record, "request": mask_secrets(record["request"])}
     if as_json:
         typer.echo(json.dumps(shown, indent=2))
@@ -67,6 +70,12 @@ def rerun(
     detach: bool = typer.Option(
         False, "--detach", help="Return once the job is created; do not wait for it."
     ),
+    secrets: Path | None = typer.Option(
+        None,
+        "--secrets",
+        help="A YAML or JSON map NAME: value of the job's secret env values (the record keeps them masked); "
+        "else the template file, then your environment.",
+    ),
     project: JobProject = None,
     location: JobLocation = None,
     endpoint: Endpoint = None,
@@ -80,7 +89,7 @@ def rerun(
 
     at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
     with open_job(job, at) as (backend, name):
-        new, record = rerun_job(backend, name, lambda line: typer.echo(line, err=True))
+        new, record = rerun_job(backend, name, lambda line: typer.echo(line, err=True), secrets)
         typer.echo(new)
         typer.echo(f"outputs: {output_dir_of(record['request'])} (a rerun of {name})", err=True)
         if detach:
