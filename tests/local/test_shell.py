@@ -35,7 +35,31 @@ def test_shell_env_drops_vertexdist_own_and_keeps_the_terminal() -> None:
         "LANG": "C",
     }
     env = shell.shell_env(replica, {"TERM": "xterm", "LANG": "fr_FR", "HOME": "/me"}, "workerpool1-0")
-    assert env == {"CLUSTER_SPEC": SPEC, "LANG": "C", "TERM": "xterm", "VERTEXDIST_SHELL": "workerpool1-0"}
+    assert env == {
+        "CLUSTER_SPEC": SPEC,
+        "LANG": "C",
+        "TERM": "xterm",
+        "HOME": "/me",
+        "VERTEXDIST_SHELL": "workerpool1-0",
+    }
+
+
+def test_shell_env_never_takes_loader_or_shell_start_up_variables_from_the_replica() -> None:
+    """Issue 41: a process with BASH_ENV, ENV, HOME, LD_PRELOAD (or an exported function) made the caller's
+    shell run its script; those come from the caller, or not at all."""
+    planted = {
+        "BASH_ENV": "/tmp/x.sh",
+        "ENV": "/tmp/x.sh",
+        "HOME": "/tmp/evil",
+        "LD_PRELOAD": "/tmp/x.so",
+        "LD_LIBRARY_PATH": "/tmp",
+        "BASH_FUNC_ls%%": "() { id; }",
+        "PROMPT_COMMAND": "id",
+        "ZDOTDIR": "/tmp",
+        "CLUSTER_SPEC": SPEC,
+    }
+    env = shell.shell_env(planted, {"HOME": "/root", "PATH": "/usr/bin"}, "workerpool1-0")
+    assert env == {"CLUSTER_SPEC": SPEC, "HOME": "/root", "VERTEXDIST_SHELL": "workerpool1-0"}
 
 
 def test_argv_enters_the_namespace_only_when_the_replica_has_its_own() -> None:
@@ -138,13 +162,8 @@ def test_shell_command_runs_in_a_live_local_replica(tmp_path: Path) -> None:
         backend.job(job_id).wait(30)
 
 
-def test_find_replica_takes_the_outermost_process_of_the_replica(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A fake /proc: the replica's leader (pid 100) and its worker (101) carry the job's health folder as an
-    absolute path; the emulator's folder is named relative (`.vertexdist/emulator/...`): still found."""
-    health = tmp_path / "emu" / "jobs" / "7" / "health"
-    health.mkdir(parents=True)
+def _fake_proc(tmp_path: Path, health: Path, token: str | None) -> Path:
+    """A fake /proc: the replica's leader (pid 100) and its worker (101), and another pool's (102)."""
     proc = tmp_path / "proc"
     (proc / "self" / "ns").mkdir(parents=True)
     (proc / "self" / "ns" / "mnt").symlink_to("mnt:[1]")
@@ -153,18 +172,60 @@ def test_find_replica_takes_the_outermost_process_of_the_replica(
         entry = proc / str(pid)
         (entry / "ns").mkdir(parents=True)
         spec = json.dumps({"task": {"type": task, "index": 0}})
-        (entry / "environ").write_bytes(f"VERTEXDIST_HEALTH_DIR={health}\0CLUSTER_SPEC={spec}\0".encode())
+        marked = f"VERTEXDIST_JOB_TOKEN={token}\0" if token else ""
+        (entry / "environ").write_bytes(
+            f"VERTEXDIST_HEALTH_DIR={health}\0{marked}CLUSTER_SPEC={spec}\0".encode()
+        )
         (entry / "stat").write_text(f"{pid} (py thon) S {parent} {pid} {pid} 0")
         (entry / "cwd").symlink_to(f"/stage/work/{pid}")
         (entry / "root").symlink_to("/stage")
         (entry / "ns" / "mnt").symlink_to("mnt:[2]")
         (entry / "ns" / "user").symlink_to("user:[2]")
+    return proc
+
+
+def _token(health: Path, token: str = "t0k3n") -> str:
+    from vertexdist.private_files import write_private_text
+
+    write_private_text(health.parent / "job-token", token)
+    return token
+
+
+def test_find_replica_takes_the_outermost_process_of_the_replica(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replica's leader and its worker carry the job's health folder as an absolute path and the job's
+    token; the emulator's folder is named relative (`.vertexdist/emulator/...`): still found."""
+    health = tmp_path / "emu" / "jobs" / "7" / "health"
+    health.mkdir(parents=True)
+    proc = _fake_proc(tmp_path, health, _token(health))
     monkeypatch.chdir(tmp_path)
     found = shell.find_replica(Path("emu/jobs/7/health"), "workerpool1-0", proc=proc)
     assert found is not None
     assert (found.pid, found.cwd, found.own_mounts, found.own_users) == (100, "/work/100", True, True)
     assert found.env["CLUSTER_SPEC"].startswith('{"task"')
     assert shell.find_replica(Path("emu/jobs/8/health"), "workerpool1-0", proc=proc) is None
+
+
+def test_a_process_without_the_jobs_token_or_of_another_user_is_never_entered(tmp_path: Path) -> None:
+    """Issue 41: the lowest-pid process anywhere that named the job's health folder was entered, whoever
+    owned it (job ids show in `ps`). Now: the caller's own processes carrying the job's private token."""
+    health = tmp_path / "jobs" / "7" / "health"
+    health.mkdir(parents=True)
+    look_alike = _fake_proc(tmp_path, health, token="guessed")
+    _token(health)
+    assert shell.find_replica(health, "workerpool1-0", proc=look_alike) is None
+    (health.parent / "job-token").unlink()  # no token kept: no replica, whatever the processes say
+    assert shell.find_replica(health, "workerpool1-0", proc=look_alike) is None
+    (health.parent / "job-token").write_text("guessed")
+    (health.parent / "job-token").chmod(0o644)  # readable (so writable before) by others: not trusted
+    assert shell.find_replica(health, "workerpool1-0", proc=look_alike) is None
+    (health.parent / "job-token").chmod(0o600)
+    assert shell.find_replica(health, "workerpool1-0", proc=look_alike) is not None
+    if os.getuid() == 0:  # another user's process with the very token: still not entered
+        for entry in ("100", "101", "102"):
+            os.chown(look_alike / entry, 65534, 65534)
+        assert shell.find_replica(health, "workerpool1-0", proc=look_alike) is None
 
 
 def test_web_access_reads_the_custom_job_and_a_pipelines_backing_job() -> None:

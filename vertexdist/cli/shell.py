@@ -32,8 +32,8 @@ def _local_shell(health_dir: Path, job: str, replica: str, command: str | None) 
     found = service.find_replica(health_dir, replica)
     if found is None:
         raise UsageError(
-            f"no running process of replica {replica} of {job}: the job has ended, or that replica has not"
-            " started (or is not one of the job's)",
+            f"no running replica {replica} of {job}: the job has ended, that replica has not"
+            " started, or no process of yours carries the job's token",
             hint=f"see its replicas: vertexdist status {job}",
         )
     nsenter = shutil.which("nsenter")

@@ -72,9 +72,9 @@ from vertexdist.local.health_monitor import HealthConfig, HealthMonitor
 from vertexdist.local.log_capture import LogCapture
 from vertexdist.local.plan import TMP_DIR, LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
-from vertexdist.local.watchdog import TOKEN_VARIABLE, Watchdog, job_processes
+from vertexdist.local.watchdog import JOB_TOKEN_FILE, TOKEN_VARIABLE, Watchdog, job_processes
 from vertexdist.log_files import last_lines
-from vertexdist.private_files import make_private_dir, open_private
+from vertexdist.private_files import make_private_dir, open_private, write_private_text
 from vertexdist.shipped.vertexdist_launcher import health as health_watcher
 
 DEFAULT_GRACE_S = 5.0
@@ -445,6 +445,8 @@ class LocalJob:
                 make_private_dir(Path(temp))
         self._prepare_gcs(plan)
         self._watchdog = Watchdog.start(grace_s=self._grace_s, label=f"job {plan.job_id}")
+        # The job's private token, for `vertexdist shell` to tell the job's replicas from look-alikes.
+        write_private_text(plan.run_dir / JOB_TOKEN_FILE, self._watchdog.token)
         for replica in plan.replicas:
             if replica.stop_argv:
                 self._watchdog.add_stop_command(replica.stop_argv)

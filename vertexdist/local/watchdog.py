@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 TOKEN_VARIABLE = "VERTEXDIST_JOB_TOKEN"
+JOB_TOKEN_FILE = "job-token"  # the token, in the run folder (0600): `vertexdist shell` finds replicas by it
 MAX_GRACE_S = 5.0
 STOP_COMMAND_TIMEOUT_S = 30.0
 PROC = Path("/proc")
