@@ -138,7 +138,7 @@ def test_a_package_is_restored_only_where_the_job_names_it_and_with_its_digest()
     spec = sent["trainingPipeline"]["trainingTaskInputs"]
     elsewhere = copy.deepcopy(record)
     elsewhere["package"]["uri"] = "gs://prod/important.txt"
-    with pytest.raises(RecordMismatch, match="gs://prod/important.txt"):
+    with pytest.raises(RecordMismatch, match=r"gs://prod/important\.txt"):
         package_to_restore(elsewhere, spec)
     other = copy.deepcopy(record)
     other["package"]["sha256"] = hashlib.sha256(b"planted").hexdigest()

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from vertexdist.console.jobs import Console, NotFound
 from vertexdist.console.refs import JobRef
 from vertexdist.health.folder import HEALTH_DIR
-from vertexdist.health.log_scan import LogLine, LogScan
+from vertexdist.health.log_scan import LogLine, LogScan, job_mark
 from vertexdist.health.table import HEADS, cells
 from vertexdist.health.verdict import culprit, named_rank
 from vertexdist.shipped.vertexdist_launcher.health import LOG_EVERY_S
@@ -109,6 +109,8 @@ def logs_report(console: Console, ref: JobRef) -> dict[str, Any]:
         follow: LogFollow = console.rank_follows.setdefault(name, LogFollow())
     with follow.lock:
         status = console._call(lambda: backend.describe(name))
+        if follow.cursor is None and follow.read_at is None:  # the job's mark: its watchers' lines only
+            follow.scan = LogScan(job_mark(status.spec))
         now = console.clock()
         stale = follow.read_at is None or now - follow.read_at >= VERTEX_READ_EVERY_S
         if backend.target.is_emulator or status.done or stale:

@@ -29,9 +29,11 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def read_beats(health_dir: Path) -> list[dict[str, Any]]:
-    """Every rank's last heartbeat."""
-    beats = [_json(p) for p in sorted((health_dir / BEATS_DIR).glob("rank-*.json"))]
-    return [b for b in beats if "rank" in b]
+    """Every rank's last heartbeat, each field of its type (`checked_beat`): a bad file is skipped."""
+    from vertexdist.shipped.vertexdist_launcher.health import checked_beat
+
+    beats = [checked_beat(_json(p)) for p in sorted((health_dir / BEATS_DIR).glob("rank-*.json"))]
+    return [b for b in beats if b is not None]
 
 
 def read_summary(health_dir: Path) -> dict[str, Any]:

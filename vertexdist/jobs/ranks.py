@@ -24,7 +24,7 @@ from vertexdist.health.folder import (
     read_summary,
     read_verdict,
 )
-from vertexdist.health.log_scan import LogHealth, LogLine, scan
+from vertexdist.health.log_scan import LogHealth, LogLine, job_mark, scan
 from vertexdist.health.verdict import rank_rows
 from vertexdist.jobs.find import local_job
 from vertexdist.jobs.where import EMULATOR_DATA_DIR, JobPlace
@@ -101,16 +101,17 @@ def stacks(folder: Path, *, live: bool) -> dict[int, str]:
     return read_stacks(folder)
 
 
-def log_health(chunks: list[LogChunk]) -> LogHealth:
-    """What the watchers left in a job's log lines."""
-    return scan(LogLine(c.replica, c.text, c.payload) for c in chunks)
+def log_health(chunks: list[LogChunk], mark: str | None = None) -> LogHealth:
+    """What the watchers left in a job's log lines (only lines with the job's mark, where it has one)."""
+    return scan((LogLine(c.replica, c.text, c.payload) for c in chunks), mark)
 
 
 def log_report(found: LogHealth, status: JobStatus, now: float | None = None) -> dict[str, Any]:
     """`report`'s shape from a job's log lines; the clock of an ended job stops at its end."""
     ended_at = parse_ns(status.end_time) / 1e9 if status.done and status.end_time else None
     rows = rank_rows(found.beats, time.time() if now is None else now, DEFAULT_STRAGGLER_RATIO, ended_at)
-    verdict = found.verdict
+    # A job that succeeded was not hung, whatever a line says.
+    verdict = None if status.succeeded else found.verdict
     if verdict is None and status.error and status.error.startswith("hung:"):
         verdict = status.error  # the emulator's job error is the verdict
     return {"ranks": rows, "verdict": verdict, "ended": status.done, "stacks": found.stacks}
@@ -125,4 +126,4 @@ def read_log_health(job: str, place: JobPlace) -> dict[str, Any]:
     with open_job(job, place) as (backend, name):
         status = backend.describe(name)
         read_logs(backend, name, None, None, chunks.append)
-    return log_report(log_health(chunks), status)
+    return log_report(log_health(chunks, job_mark(status.spec)), status)

@@ -119,6 +119,7 @@ def rerun(
     from vertexdist.jobs.rerun_check import package_to_restore, verified_request
     from vertexdist.jobs.run_record import rerun_request
     from vertexdist.render import REQUEST_HASH_LABEL
+    from vertexdist.render.health_mark import without_mark
     from vertexdist.wire.proto_json import now_rfc3339
 
     if not isinstance(backend, VertexBackend):
@@ -140,13 +141,14 @@ def rerun(
     package = package_to_restore(record, job.spec)
     if package is not None and ensure_package(backend, record):
         notice(f"the package was gone from {package[0]}: put back from the record")
-    request = rerun_request(sent, new_job_folder())
+    request = rerun_request(without_mark(sent), new_job_folder())
     resource = next(v for k, v in request.items() if k != "parent")
     submission = Submission(
         request=request,
         request_hash=str((resource.get("labels") or {}).get(REQUEST_HASH_LABEL, "")),
         package_uri=package[0] if package else None,
-    )
+    ).for_new_job()  # a health mark of its own
+    request = submission.request
     new = backend.schedule(submission)
     again = {**record, "job": new, "request": request, "created": now_rfc3339(), "attempts": [new]}
     again["rerun_of"] = name

@@ -17,6 +17,7 @@ from typing import Any
 
 from vertexdist.errors import VertexdistError
 from vertexdist.render.custom_job import JOB_FOLDER
+from vertexdist.render.health_mark import without_mark
 from vertexdist.render.request_hash import REQUEST_HASH_LABEL, REQUEST_RESOURCES, request_hash
 from vertexdist.render.secrets import MASK, mask_secrets
 
@@ -135,7 +136,7 @@ def verified_request(
             name,
             [
                 f"labels.{REQUEST_HASH_LABEL}: the job has {expected}, the record's request (with the secret "
-                f"values from {secrets_from}) hashes to {request_hash(_rendered(request))}"
+                f"values from {secrets_from}) hashes to {request_hash(_rendered(without_mark(request)))}"
             ],
             "its request does not hash to the job's label: a field, or a secret value, is not the one sent",
         )
@@ -157,7 +158,8 @@ def _rendered(request: dict[str, Any]) -> dict[str, Any]:
 def _hashes(request: dict[str, Any]) -> set[str]:
     """The hash of the request as sent (a resumed folder is hashed as it is) and with its job folder put back
     to the placeholder (a new folder is filled in after hashing)."""
-    return {request_hash(request), request_hash(_rendered(request))}
+    bare = without_mark(request)  # the health mark is put in after hashing, as the job folder is
+    return {request_hash(bare), request_hash(_rendered(bare))}
 
 
 class MissingSecrets(VertexdistError):

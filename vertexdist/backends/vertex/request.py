@@ -24,6 +24,7 @@ from vertexdist.render import (
     request_hash,
     with_job_folder,
 )
+from vertexdist.render.health_mark import has_mark, with_mark
 from vertexdist.spec.models import JobTemplate
 
 
@@ -66,10 +67,12 @@ class Submission:
         return (self.output_dir or "").endswith(f"/{JOB_FOLDER}")
 
     def for_new_job(self, job_folder: str | None = None) -> Submission:
-        """This submission with its own output folder filled in (unchanged when it resumes a folder)."""
+        """This submission with its own output folder filled in (unchanged when it resumes a folder), and the
+        job's health mark in every pool's env (`render.health_mark`); a second call changes nothing."""
+        request = self.request if has_mark(self.request) else with_mark(self.request, secrets.token_hex(16))
         if not self.needs_job_folder:
-            return self
-        return replace(self, request=with_job_folder(self.request, job_folder or new_job_folder()))
+            return self if request is self.request else replace(self, request=request)
+        return replace(self, request=with_job_folder(request, job_folder or new_job_folder()))
 
 
 def build_submission(

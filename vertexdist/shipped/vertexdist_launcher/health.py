@@ -39,6 +39,10 @@ from typing import Any
 DIR_VARIABLE = "VERTEXDIST_HEALTH_DIR"  # local runs: where heartbeats go
 CONFIG_VARIABLE = "VERTEXDIST_HEALTH"  # {"hang_timeout": seconds | null, "straggler_ratio": 1.5}
 FAULTS_VARIABLE = "VERTEXDIST_HEALTH_FAULTS"  # [{"kind": "hang" | "slow", "local_rank": 0, ...}]
+# The job's private mark (set by vertexdist when it creates the job): every heartbeat and verdict line the
+# watcher writes into the log carries it, and readers take only lines with it. The watcher takes it out of
+# the process's environment as it starts, so the script, and what it runs, is not handed it.
+MARK_VARIABLE = "VERTEXDIST_HEALTH_MARK"
 HUNG_EXIT = 124  # a rank stopped because the job hung (as timeout(1) exits); the reason HUNG
 DEFAULT_HANG_TIMEOUT_S = 1800.0
 DEFAULT_STRAGGLER_RATIO = 1.5
@@ -128,34 +132,125 @@ def _number(env: Mapping[str, str], name: str, default: int) -> int:
     return int(raw) if raw.isdigit() else default
 
 
-def log_line(beat: Mapping[str, Any]) -> str:
+def log_line(beat: Mapping[str, Any], mark: str = "") -> str:
     """A heartbeat as one structured line of the replica's log (Vertex): JSON that Cloud Logging keeps as
-    the entry's `jsonPayload`, its `message` the text `vertexdist logs` shows."""
+    the entry's `jsonPayload`, its `message` the text `vertexdist logs` shows; with the job's mark."""
     message = f"vertexdist health: rank {beat.get('rank')} step {beat.get('step')}"
-    return json.dumps({"message": message, LOG_KEY: dict(beat)})
+    return json.dumps({"message": message, LOG_KEY: {**beat, "mark": mark} if mark else dict(beat)})
 
 
-def parse_log_line(line: str | Mapping[str, Any]) -> dict[str, Any] | None:
-    """The heartbeat in a line `log_line` wrote: its text, or the JSON payload Cloud Logging made of it;
-    None for any other line. Pure."""
-    payload: Any = line
+def verdict_line(verdict: str, rank: int, mark: str = "") -> str:
+    """The verdict of a rank that found the job hung, as one structured line (with the job's mark)."""
+    body: dict[str, Any] = {"verdict": verdict, "rank": rank}
+    if mark:
+        body["mark"] = mark
+    return json.dumps({"message": f"vertexdist health: {verdict}", LOG_KEY: body})
+
+
+_INTS = ("rank", "local_rank", "world_size", "pid", "step")
+_TIMES = ("first_step_at", "last_step_at", "step_s", "steps_per_s", "own_step_s", "written_at")
+_TEXTS = ("replica", "state", "where", "what", "at")
+_MAX_INT = 2**31 - 1
+_MAX_TEXT = 4096
+
+
+def _int_field(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_INT
+
+
+def _number_field(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and value == value  # not NaN
+        and 0 <= value < float("inf")
+    )
+
+
+def checked_beat(beat: Any) -> dict[str, Any] | None:
+    """A heartbeat with each field of the type its writer gives it (integers, non-negative finite numbers or
+    null, strings of at most 4 KiB, a share in [0, 1]), its rank below its world size; None for anything
+    else, so one bad line (`"step": "abc"`) is skipped and never breaks a reader. Other keys are kept only
+    as short scalars."""
+    if not isinstance(beat, Mapping):
+        return None
+    if not _int_field(beat.get("rank")):
+        return None
+    found: dict[str, Any] = {"rank": beat["rank"]}
+    for key in _INTS[1:]:
+        if key in beat and beat[key] is not None:
+            if not _int_field(beat[key]):
+                return None
+            found[key] = beat[key]
+    for key in _TIMES:
+        if key in beat:
+            if beat[key] is not None and not _number_field(beat[key]):
+                return None
+            found[key] = beat[key]
+    for key in _TEXTS:
+        if key in beat:
+            if not isinstance(beat[key], str) or len(beat[key]) > _MAX_TEXT:
+                return None
+            found[key] = beat[key]
+    if "wait_share" in beat:
+        share = beat["wait_share"]
+        if not (_number_field(share) and share <= 1):
+            return None
+        found["wait_share"] = share
+    for key, value in beat.items():  # a field a newer watcher writes: kept when it is a short scalar
+        if key not in found and key not in ("mark", "wait_share") and isinstance(key, str):
+            scalar = value is None or isinstance(value, bool | int) or _number_field(value)
+            if scalar or (isinstance(value, str) and len(value) <= _MAX_TEXT):
+                found[key] = value
+    if found.get("world_size", 1) < 1 or found["rank"] >= found.get("world_size", _MAX_INT):
+        return None
+    return found
+
+
+def _payload(line: str | Mapping[str, Any]) -> Any:
     if isinstance(line, str):
         text = line.strip()
         if not (text.startswith("{") and LOG_KEY in text):
             return None
         try:
-            payload = json.loads(text)
-        except ValueError:
+            return json.loads(text)
+        except (ValueError, RecursionError):
             return None
+    return line
+
+
+def _marked(body: Any, mark: str | None) -> bool:
+    return isinstance(body, Mapping) and (mark is None or body.get("mark") == mark)
+
+
+def parse_log_line(line: str | Mapping[str, Any], mark: str | None = None) -> dict[str, Any] | None:
+    """The heartbeat in a line `log_line` wrote: its text, or the JSON payload Cloud Logging made of it,
+    type-checked (`checked_beat`) and, where the job has a mark, carrying it; None for any other. Pure."""
+    payload = _payload(line)
     beat = payload.get(LOG_KEY) if isinstance(payload, Mapping) else None
-    if not isinstance(beat, Mapping) or not isinstance(beat.get("rank"), int):
+    if not isinstance(beat, Mapping) or not _marked(beat, mark) or "verdict" in beat:
         return None
-    return dict(beat)
+    return checked_beat(beat)
 
 
-def dump_text(verdict: str, stacks: str) -> str:
-    """What a hung rank writes into its log before it exits: the verdict, then its stacks."""
-    return f"{VERDICT_MARK}{verdict}\n{DUMP_MARK}{stacks}"
+def parse_verdict_line(line: str | Mapping[str, Any], mark: str | None = None) -> tuple[int, str] | None:
+    """(rank, verdict) of a line `verdict_line` wrote, carrying the job's mark where it has one. Pure."""
+    payload = _payload(line)
+    body = payload.get(LOG_KEY) if isinstance(payload, Mapping) else None
+    if not isinstance(body, Mapping) or not _marked(body, mark):
+        return None
+    verdict, rank = body.get("verdict"), body.get("rank")
+    if not isinstance(verdict, str) or not verdict or len(verdict) > _MAX_TEXT:
+        return None
+    if not isinstance(rank, int) or not _int_field(rank):
+        return None
+    return rank, verdict
+
+
+def dump_text(verdict: str, stacks: str, rank: int = 0, mark: str = "") -> str:
+    """What a hung rank writes into its log before it exits: the verdict (as text, and as a structured line
+    with the job's mark), then its stacks."""
+    return f"{verdict_line(verdict, rank, mark)}\n{VERDICT_MARK}{verdict}\n{DUMP_MARK}{stacks}"
 
 
 class Watcher:
@@ -167,6 +262,7 @@ class Watcher:
         self.world_size = _number(env, "WORLD_SIZE", 1)
         self.replica = _replica(env)
         self.dir = env.get(DIR_VARIABLE) or None
+        self.mark = env.get(MARK_VARIABLE, "")
         config: dict[str, Any] = {}
         with contextlib.suppress(Exception):
             config = dict(json.loads(env.get(CONFIG_VARIABLE) or "{}"))
@@ -297,7 +393,7 @@ class Watcher:
         if self.dir is not None:
             self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(self.beat()))
         elif self.steps:  # Vertex: one structured line in the replica's log, once the rank steps
-            print(log_line(self.beat()), flush=True)
+            print(log_line(self.beat(), self.mark), flush=True)
 
     def _requests(self) -> None:
         """A stacks request (`vertexdist ranks --stacks`), or the monitor's verdict."""
@@ -331,7 +427,7 @@ class Watcher:
         self.stopping = True
         text = self.stacks_text()
         with contextlib.suppress(Exception):
-            print(dump_text(verdict, text), file=sys.stderr)
+            print(dump_text(verdict, text, self.rank, self.mark), file=sys.stderr)
             sys.stderr.flush()
         if self.dir is not None:
             with contextlib.suppress(OSError):
@@ -386,6 +482,8 @@ def start(env: Mapping[str, str] | None = None) -> Watcher | None:
         return None
     try:
         watcher = Watcher(env)
+        if env is os.environ:  # the script, and what it starts, is not handed the job's mark
+            os.environ.pop(MARK_VARIABLE, None)
         if "torch.optim.optimizer" in sys.modules:
             watcher._register()
         threading.Thread(target=watcher.run, name="vertexdist-health", daemon=True).start()
