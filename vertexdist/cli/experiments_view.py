@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vertexdist.cli.plain_text import cell
+
 _GROUPS = (("params", "param."), ("metrics", "metric."), ("time_series_metrics", "time_series_metric."))
 
 
@@ -15,7 +17,7 @@ def _cell(value: Any) -> str:
         return "-"
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
-    return str(value)
+    return cell(value)  # a run's name or param is the job's: no escape reaches a terminal
 
 
 def columns(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:
@@ -23,7 +25,7 @@ def columns(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:
     found: list[tuple[str, str, str]] = [("run_name", "", "run_name"), ("state", "", "state")]
     for group, prefix in _GROUPS:
         keys = sorted({str(k) for run in runs for k in (run.get(group) or {})})
-        found += [(prefix + key, group, key) for key in keys]
+        found += [(cell(prefix + key), group, key) for key in keys]
     return found
 
 

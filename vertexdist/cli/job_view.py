@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vertexdist.cli.plain_text import plain
+from vertexdist.cli.plain_text import cell, plain, terminal_line
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobStatus, LogChunk
@@ -84,8 +84,9 @@ def print_chunk(chunk: LogChunk, status: JobStatus, *, as_json: bool) -> None:
     from vertexdist.render import mask_text
 
     text = mask_text(chunk.text, status.secret_values)
-    if as_json or not sys.stdout.isatty():
-        text = "\n".join(plain(line) for line in text.splitlines())
+    # Colours reach a terminal; OSC and every other escape never do, and a pipe gets plain text.
+    terminal = sys.stdout.isatty() and not as_json
+    text = "\n".join((terminal_line if terminal else plain)(line) for line in text.splitlines())
     if as_json:
         for line in text.splitlines() or [""]:
             record = {"replica": chunk.replica, "line": line, "severity": chunk.severity}
@@ -94,4 +95,4 @@ def print_chunk(chunk: LogChunk, status: JobStatus, *, as_json: bool) -> None:
             typer.echo(json.dumps(record))
         return
     for line in text.splitlines() or [""]:
-        typer.echo(f"[{chunk.replica}] {line}")
+        typer.echo(f"[{cell(chunk.replica)}] {line}")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from vertexdist.cli.plain_text import cell
+
 
 def _aliases(model: dict[str, Any]) -> str:
-    return ",".join(model.get("versionAliases") or []) or "-"
+    aliases = model.get("versionAliases")
+    return ",".join(str(a) for a in aliases) if isinstance(aliases, list) and aliases else "-"
 
 
 def model_row(model: dict[str, Any]) -> str:
     """`ID  DISPLAY NAME  vVERSION  ALIASES  CREATED`: a listed model (its default version)."""
     ident = str(model.get("name", "")).rsplit("/", 1)[-1]
-    return (
+    return cell(
         f"{ident}  {model.get('displayName', '')}  v{model.get('versionId', '?')}  {_aliases(model)}"
         f"  {model.get('createTime', '')}"
     )
@@ -20,7 +23,7 @@ def model_row(model: dict[str, Any]) -> str:
 
 def version_row(model: dict[str, Any]) -> str:
     """`VERSION  ALIASES  CREATED  ARTIFACTS`: one version of a model."""
-    return (
+    return cell(
         f"{model.get('versionId', '?')}  {_aliases(model)}  {model.get('versionCreateTime', '')}"
         f"  {model.get('artifactUri', '-')}"
     )
@@ -48,6 +51,6 @@ def model_lines(model: dict[str, Any]) -> list[str]:
     if model.get("trainingPipeline"):
         lines.append(f"  made by:      {model['trainingPipeline']}")
     labels = model.get("labels") or {}
-    if labels:
-        lines.append("  labels:       " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())))
-    return lines
+    if isinstance(labels, dict) and labels:
+        lines.append("  labels:       " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items(), key=str)))
+    return [cell(line) for line in lines]

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from vertexdist.cli.plain_text import cell, plain
 from vertexdist.cli.targets import (
     EMULATOR_DATA_DIR,
     EmulatorDataDir,
@@ -35,11 +36,11 @@ def table(found: dict[str, Any]) -> str:
     rows = found["ranks"]
     if not rows:
         return "no heartbeats yet: no rank has started (or the job ran before vertexdist watched its ranks)"
-    lines_of = [list(HEADS)] + [cells(row) for row in rows]
+    lines_of = [list(HEADS)] + [[cell(c) for c in cells(row)] for row in rows]  # job data: no escapes
     widths = [max(len(line[i]) for line in lines_of) for i in range(len(COLUMNS))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines_of]
     if found.get("verdict"):
-        lines.append(str(found["verdict"]))
+        lines.append(cell(found["verdict"]))
     return "\n".join(lines)
 
 
@@ -50,7 +51,8 @@ def _print_stacks(dumps: dict[int, str], as_json: bool) -> None:
     if not dumps:
         typer.echo("no stacks: no rank answered, and none left a dump")
     for rank, text in dumps.items():
-        typer.echo(f"===== rank {rank} =====\n{text.rstrip()}\n")
+        shown = "\n".join(plain(line) for line in text.rstrip().splitlines())
+        typer.echo(f"===== rank {rank} =====\n{shown}\n")
 
 
 def ranks(

@@ -14,6 +14,7 @@ from pathlib import Path
 import typer
 
 from vertexdist.cli.jobs import AnyJobRef, place
+from vertexdist.cli.plain_text import cell
 from vertexdist.cli.record_view import record_lines
 from vertexdist.cli.targets import (
     EMULATOR_DATA_DIR,
@@ -57,7 +58,8 @@ def describe(
     if as_json:
         typer.echo(json.dumps(shown, indent=2))
     elif template:
-        typer.echo((record.get("template") or {}).get("text") or "", nl=False)
+        text = str((record.get("template") or {}).get("text") or "")  # the bucket's: no escapes
+        typer.echo("".join(cell(line) + "\n" for line in text.splitlines()), nl=False)
     elif request:
         typer.echo(json.dumps(shown["request"], indent=2))
     else:

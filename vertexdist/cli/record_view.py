@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vertexdist.cli.plain_text import cell
+
 
 def _code(code: dict[str, Any]) -> str:
     if not code.get("commit"):
@@ -37,4 +39,4 @@ def record_lines(record: dict[str, Any]) -> list[str]:
     if record.get("rerun_of"):
         lines.append(f"  rerun of:   {record['rerun_of']}")
     lines.append("  see: --template (its text), --request (the request as sent), --json (all of it)")
-    return lines
+    return [cell(line) for line in lines]  # the record is the job's bucket's: no escape reaches a terminal
