@@ -5,9 +5,13 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import subprocess
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+import pytest
 
 from vertexdist.loopback_server import LOOPBACK, GuardedHandler, LoopbackServer
 
@@ -90,5 +94,85 @@ def test_the_guard_stands_in_front_of_every_handler_built_on_it() -> None:
         answer = evil.getresponse()
         assert answer.status == 400 and "evil.example" in json.loads(answer.read())["error"]["message"]
         assert server.refused == 1
+    finally:
+        server.stop()
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server hung up (EOF or a reset), waiting on the socket itself (its timeout: a failure)."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_a_request_head_sent_a_byte_at_a_time_is_cut_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41: a byte now and then beat the idle timeout and held a thread for good. The head (request
+    line and headers) now has a total deadline from its first byte, whatever the idle timeout."""
+    from vertexdist import loopback_server
+
+    monkeypatch.setattr(loopback_server, "HEAD_DEADLINE_S", 0.3)
+
+    class _Patient(_Guarded):
+        timeout = 60.0  # idle: far beyond the test's own wait
+
+    server = LoopbackServer(0, _Patient).start()
+    try:
+        with socket.create_connection((LOOPBACK, server.port), timeout=20) as sock:
+            sock.sendall(b"GET /ping HTTP/1.1\r\nHost: ")  # ... and the rest never comes
+            assert _closed_by_server(sock)
+        # Whole requests are answered; the deadline starts again for each.
+        conn = http.client.HTTPConnection(LOOPBACK, server.port, timeout=20)
+        try:
+            for _ in range(2):
+                conn.request("GET", "/ping")
+                assert conn.getresponse().read() == b"/ping"
+        finally:
+            conn.close()
+    finally:
+        server.stop()
+
+
+def test_connections_beyond_the_cap_are_closed_at_accept() -> None:
+    server = LoopbackServer(0, _Guarded).start()
+    server.max_connections = 2
+    held = [socket.create_connection((LOOPBACK, server.port), timeout=20) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 20
+        while server.open_connections < 2 and time.monotonic() < deadline:  # both accepted and served
+            time.sleep(0.01)
+        assert server.open_connections == 2
+        with socket.create_connection((LOOPBACK, server.port), timeout=20) as extra:
+            assert _closed_by_server(extra)
+        assert server.closed_at_accept == 1
+    finally:
+        for sock in held:
+            sock.close()
+        server.stop()
+
+
+def test_another_users_connection_is_closed_at_accept_with_no_thread_nor_answer(nobody: Any) -> None:
+    """Issue 41: another user's connection held a server thread until its request line came (1,004 threads
+    held by `nobody`). Now it is closed as it is accepted: no answer, no thread."""
+    server = LoopbackServer(0, _Guarded).start()
+    probe = (
+        "import socket, sys\n"
+        f"s = socket.create_connection(('{LOOPBACK}', {server.port}), timeout=20)\n"
+        "try:\n"
+        "    got = s.recv(100)\n"
+        "except ConnectionResetError:\n"
+        "    got = b''\n"
+        "print(repr(got))\n"
+    )
+    try:
+        done = subprocess.run(
+            nobody.argv(nobody.python, "-c", probe),
+            env=nobody.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.stdout.strip() == "b''", done.stderr
+        assert server.closed_at_accept == 1 and server.open_connections == 0
     finally:
         server.stop()
