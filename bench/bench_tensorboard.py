@@ -1,0 +1,130 @@
+"""Benchmark: TensorBoard writes on the emulator cost what they add (issue 41).
+
+Run: .venv/bin/python bench/bench_tensorboard.py [--writes 1000] [--points 100] [--runs 20]
+     [--run-points 1000]
+1. 1,000 writes (`runs/R:write`, as the SDK's `log_time_series_metrics` and TensorBoard uploader send them)
+   of 100 points each into one time series: a write's time, its last ones against its first ones (goal:
+   the median of the last 20 within 2x the median of the first 20). Before: each write rewrote the whole
+   series, so ten writes of 100,000 points went from 4.9 s to 38 s a call.
+2. Meanwhile, in another thread, `aiplatform.get_experiment_df` of an experiment of 20 runs of 1,000 points
+   each, again and again (goal: each under 1 s; before, Experiments calls stalled 15-23 s behind a write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PROJECT, LOCATION, BUCKET = "bench-proj", "us-central1", "bench-tb"
+EXPERIMENT = "bench-tb"
+
+
+def _series_of(client: Any, run: str) -> str:
+    (series,) = client.list_tensorboard_time_series(parent=run)
+    return str(series.name)
+
+
+def _write(port: int, run: str, ident: str, first_step: int, count: int) -> float:
+    """One `runs/R:write` of `count` points; its seconds."""
+    stamp = "2026-01-01T00:00:00Z"
+    values = [
+        {"step": str(first_step + i), "wallTime": stamp, "scalar": {"value": i * 0.5}} for i in range(count)
+    ]
+    body = json.dumps(
+        {"timeSeriesData": [{"tensorboardTimeSeriesId": ident, "valueType": "SCALAR", "values": values}]}
+    )
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    start = time.perf_counter()
+    connection.request("POST", f"/v1/{run}:write", body, {"Content-Type": "application/json"})
+    answer = connection.getresponse()
+    answer.read()
+    seconds = time.perf_counter() - start
+    connection.close()
+    assert answer.status == 200, answer.status
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--writes", type=int, default=1000)
+    parser.add_argument("--points", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--run-points", type=int, default=1000)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-tb-"))
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import aiplatform, aiplatform_v1, storage
+
+    from vertexdist.emulator import Emulator
+
+    with Emulator(data_dir=work / "emu") as emu:
+        os.environ["STORAGE_EMULATOR_HOST"] = emu.storage_endpoint
+        storage.Client(project=PROJECT).create_bucket(BUCKET)
+        aiplatform.init(
+            project=PROJECT,
+            location=LOCATION,
+            staging_bucket=f"gs://{BUCKET}/stage",
+            credentials=AnonymousCredentials(),
+            api_endpoint=emu.vertex_endpoint,
+            api_transport="rest",
+        )
+        client = aiplatform_v1.TensorboardServiceClient(
+            transport="rest",
+            client_options={"api_endpoint": emu.vertex_endpoint},
+            credentials=AnonymousCredentials(),
+        )
+        tensorboard = aiplatform.Tensorboard.create(display_name="bench")
+        aiplatform.init(experiment=EXPERIMENT, experiment_tensorboard=tensorboard)
+        port = emu.http.port
+        for index in range(args.runs + 1):  # the experiment's runs, and the writer's
+            with aiplatform.start_run(f"run-{index}"):
+                aiplatform.log_time_series_metrics({"loss": 1.0}, step=0)
+        (experiment,) = client.list_tensorboard_experiments(parent=tensorboard.resource_name)
+        runs = {r.display_name: r.name for r in client.list_tensorboard_runs(parent=experiment.name)}
+        for index in range(args.runs):
+            tb_run = runs[f"run-{index}"]
+            _write(port, tb_run, _series_of(client, tb_run).rsplit("/", 1)[1], 1, args.run_points - 1)
+        tb_run = runs[f"run-{args.runs}"]
+        series = _series_of(client, tb_run)
+        ident = series.rsplit("/", 1)[1]
+
+        frames: list[float] = []
+        stop = threading.Event()
+
+        def read_frames() -> None:
+            while not stop.is_set():
+                start = time.perf_counter()
+                frame = aiplatform.get_experiment_df(EXPERIMENT)
+                frames.append(time.perf_counter() - start)
+                assert len(frame) == args.runs + 1, len(frame)
+
+        reader = threading.Thread(target=read_frames, daemon=True)
+        reader.start()
+        writes = [_write(port, tb_run, ident, 1 + i * args.points, args.points) for i in range(args.writes)]
+        stop.set()
+        reader.join(timeout=60)
+        read = client.read_tensorboard_time_series_data(tensorboard_time_series=series)
+        assert len(read.time_series_data.values) <= 1000  # a read is bounded, as Vertex's is
+
+    head, tail = statistics.median(writes[:20]), statistics.median(writes[-20:])
+    print(f"== 1. {args.writes} writes of {args.points} points into one time series")
+    print(f"   first 20: median {head * 1e3:.2f} ms; last 20: median {tail * 1e3:.2f} ms")
+    print(f"   ratio last / first (goal <= 2): {tail / head:.2f}")
+    print(
+        f"== 2. get_experiment_df of {args.runs} runs x {args.run_points} points, meanwhile:"
+        f" {len(frames)} calls"
+    )
+    if frames:
+        print(f"   median {statistics.median(frames):.3f} s, slowest {max(frames):.3f} s (goal < 1 s)")
+
+
+if __name__ == "__main__":
+    main()
