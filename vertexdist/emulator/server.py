@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from vertexdist.backends.output_files import linked_folder
 from vertexdist.emulator.capacity import CapacityFaults, not_emulated
 from vertexdist.emulator.execution import JobRunner
 from vertexdist.emulator.faults import FaultPlan as RequestFaults
@@ -184,7 +185,13 @@ class Emulator:
         if not is_gs_uri(uri):
             return 0
         assert self.data_dir is not None
-        return self.storage.publish_folder(local_gs_path(uri, self.data_dir / "gcs"), uri)
+        gcs_root = self.data_dir / "gcs"
+        folder = local_gs_path(uri, gcs_root)
+        link = linked_folder(gcs_root, folder) if folder.is_relative_to(gcs_root) else folder
+        if link is not None:  # as a job's outputs: a link is the job's, what it points to is not
+            _log.warning("the model at %s is not published: %s is a symbolic link", uri, link)
+            return 0
+        return self.storage.publish_folder(folder, uri)
 
     @property
     def faults(self) -> RequestFaults:

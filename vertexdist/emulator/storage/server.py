@@ -17,6 +17,7 @@ import socket
 import tempfile
 from pathlib import Path
 
+from vertexdist.backends.output_files import reached_within
 from vertexdist.emulator.storage.http import StorageHTTPServer
 from vertexdist.emulator.storage.store import ObjectStore, StoreError
 from vertexdist.errors import VertexdistError
@@ -104,7 +105,10 @@ class StorageEmulator:
             return 0
         self.ensure_bucket(parse_gs_uri(uri_prefix, what="an output folder").bucket)
         count = 0
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        # Only the folder's own files: no link, nor a file reached through one
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+            if not reached_within(root, path):
+                continue
             if self.upload(path, f"{uri_prefix.rstrip('/')}/{path.relative_to(root).as_posix()}"):
                 count += 1
         return count

@@ -32,6 +32,7 @@ from vertexdist.emulator.vertex import validation
 from vertexdist.emulator.vertex.resource_use import ReplicaLedger
 from vertexdist.wire import capacity_errors
 from vertexdist.wire.enums import job_to_pipeline_state
+from vertexdist.wire.model_shapes import one_message, upload_problems
 from vertexdist.wire.proto_json import (
     CUSTOM_TASK_DEFINITION,
     custom_job_spec_from_task_inputs,
@@ -181,6 +182,17 @@ class EmulatorService:
             trainingTaskDefinition=definition,
             trainingTaskInputs=body.get("trainingTaskInputs"),
         )
+        if body.get("modelToUpload") is not None or body.get("modelId") or body.get("parentModel"):
+            model = body.get("modelToUpload") or {}
+            if isinstance(model, dict) and "displayName" not in model:
+                model = {**model, "displayName": body["displayName"]}  # it takes the pipeline's
+            asked = {"model": model, "modelId": body.get("modelId"), "parentModel": body.get("parentModel")}
+            problems = [
+                (f"trainingPipeline.{field.replace('model.', 'modelToUpload.', 1)}", what)
+                for field, what in upload_problems(asked, parent)
+            ]
+            if problems:
+                raise ApiError.invalid(one_message(problems))
         for passthrough in ("inputDataConfig", "modelToUpload", "modelId", "parentModel"):
             if passthrough in body:
                 pipeline[passthrough] = body[passthrough]

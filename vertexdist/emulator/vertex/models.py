@@ -22,6 +22,7 @@ from typing import Any
 from vertexdist.emulator.store import JobStore, Resource, new_id
 from vertexdist.emulator.vertex.jobs import ApiError
 from vertexdist.errors import VertexdistError
+from vertexdist.wire.model_shapes import aliases_problem, model_problems, one_message, upload_problems
 from vertexdist.wire.proto_json import now_rfc3339
 
 VERSIONS_KEY = "_versions"
@@ -289,7 +290,11 @@ class ModelRegistry:
         return {"modelToUpload": uploaded, "modelId": name.rsplit("/", 1)[1]}
 
     def upload(self, parent: str, body: Resource) -> Resource:
-        """ModelService.UploadModel: the new version (its `name` the model's, `versionId` its id)."""
+        """ModelService.UploadModel: the new version (its `name` the model's, `versionId` its id). Its
+        shapes are checked first (`wire.model_shapes`): no name is formed from an id that is not one."""
+        problems = upload_problems(body, parent)
+        if problems:
+            raise ApiError.invalid(one_message(problems))
         wanted = body.get("model")
         if not isinstance(wanted, dict) or not wanted.get("displayName"):
             raise ApiError.invalid("model.display_name is required")
@@ -319,6 +324,9 @@ class ModelRegistry:
         return [version_of(family, v["versionId"]) or {} for v in family.get(VERSIONS_KEY, [])]
 
     def merge_aliases(self, name: str, changes: list[str]) -> Resource:
+        problem = aliases_problem(changes, signed=True)
+        if problem:
+            raise ApiError.invalid(f"versionAliases: {problem}")
         family, ref = self._family(name)
         stored = merged_aliases(family, ref, changes)
         self._replace(family["name"], stored)
@@ -327,6 +335,9 @@ class ModelRegistry:
         return version_of(stored, family[VERSIONS_KEY][index]["versionId"]) or {}
 
     def patch(self, name: str, body: Resource, mask: list[str]) -> Resource:
+        problems = model_problems(body, "model", fields=tuple(mask))
+        if problems:
+            raise ApiError.invalid(one_message(problems))
         family, ref = self._family(name)
         stored = patched(family, ref, body, mask)
         self._replace(family["name"], stored)

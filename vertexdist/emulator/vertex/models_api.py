@@ -20,6 +20,7 @@ from vertexdist.emulator.store import JobStore, Resource
 from vertexdist.emulator.vertex.jobs import ApiError
 from vertexdist.emulator.vertex.models import ModelRegistry, mask_paths, split_version
 from vertexdist.emulator.vertex.operations import Operations, response_type
+from vertexdist.wire.model_shapes import model_id_problem
 
 _PREFIX = r"^/(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)/models"
 _MODELS = re.compile(_PREFIX + r"(?::upload)?$")
@@ -36,7 +37,9 @@ def _page(items: Sequence[Resource], size: int, token: str) -> tuple[Sequence[Re
     try:
         start = int(token) if token else 0
     except ValueError:
-        raise ApiError.invalid(f"page_token {token!r} is not valid") from None
+        raise ApiError.invalid(f"page_token {token[:40]!r} is not valid") from None
+    if start < 0:
+        raise ApiError.invalid(f"page_token {token[:40]!r} is not valid")
     size = size if size > 0 else 100
     return items[start : start + size], (str(start + size) if start + size < len(items) else "")
 
@@ -72,6 +75,9 @@ class ModelsApi:
         if not match:
             return None
         version, parent, ident, method = match.groups()
+        problem = model_id_problem(split_version(ident)[0] if "@" in ident else ident)
+        if problem:  # never a name, nor a file, from an id that is not one
+            raise ApiError.invalid(f"model id: {problem}")
         name = f"{parent}/models/{ident}"
         handler = _METHODS.get((verb, method))
         if handler is None:
