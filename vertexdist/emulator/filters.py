@@ -61,6 +61,9 @@ def parse_filter(text: str, extra: Extra | None = None) -> Predicate:
 # parentheses, and AND/OR, as the SDK's `metadata/utils._make_filter_string` writes them.
 _TOKEN = re.compile(r'\s*(?:(\()|(\))|(,)|(!=|=|:)|("(?:[^"\\]|\\.)*")|([\w.\-/@]+))')
 FieldGetter = Callable[[dict[str, Any], str], Any]
+# Parentheses and NOTs a filter may nest: the parser and the predicate it builds recurse once per level, so
+# a deeper filter (5,000 parentheses) is refused before either runs, whatever the recursion limit is.
+MAX_FILTER_DEPTH = 64
 Function = Callable[[dict[str, Any], str], bool]
 
 
@@ -173,6 +176,22 @@ class _Parser:
         return compare
 
 
+def _depth(tokens: list[tuple[str, str]]) -> int:
+    """How deep the parser would recurse: open parentheses, plus the NOTs in a row before each operand."""
+    deepest = opened = nots = 0
+    for kind, value in tokens:
+        if kind == "(":
+            opened += 1
+        elif kind == ")":
+            opened -= 1
+        if (kind, value) == ("word", "NOT"):
+            nots += 1
+        elif kind != "(":
+            nots = 0 if kind != ")" else nots
+        deepest = max(deepest, opened + nots)
+    return deepest
+
+
 def parse_expression(text: str, field: FieldGetter, functions: dict[str, Function]) -> Predicate:
     """A predicate for a metadata-style filter; `field(resource, name)` reads a field (raising ValueError
     for names it does not know), `functions` are the `NAME("ARG")` terms. Raises ValueError naming the
@@ -180,6 +199,11 @@ def parse_expression(text: str, field: FieldGetter, functions: dict[str, Functio
     if not text.strip():
         return lambda _resource: True
     parser = _Parser(text, field, functions)
+    depth = _depth(parser.tokens)
+    if depth > MAX_FILTER_DEPTH:
+        raise ValueError(
+            f"filter: nests {depth} levels deep (parentheses and NOTs); at most {MAX_FILTER_DEPTH}"
+        )
     predicate = parser.expression()
     rest = parser.peek()
     if rest is not None:

@@ -8,7 +8,6 @@ Which run, and what it logs, is `wire.experiment_run`'s; the scalars are read fr
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,14 +141,7 @@ class RunRecorder:
                 )
                 name = created["name"]
             values = [{"step": str(step), "wallTime": stamp, "scalar": {"value": v}} for step, v in points]
-            self.store.update(name, _set_points(values))
-
-
-def _set_points(values: list[dict[str, Any]]) -> Callable[[Resource], None]:
-    def put(series: Resource) -> None:
-        series["_points"] = values
-
-    return put
+            self.store.points.replace(name, values)
 
 
 def log_experiment_run(store: ExperimentStore, job_spec: dict[str, Any], gcs_root: Path) -> str | None:

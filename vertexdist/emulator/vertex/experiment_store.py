@@ -9,6 +9,7 @@ fields starting with `_` (a context's members, an execution's events, a time ser
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import secrets
@@ -21,6 +22,8 @@ from vertexdist.emulator.filters import Function, parse_expression
 from vertexdist.emulator.store import JobStore, Resource, new_id
 from vertexdist.emulator.vertex.jobs import ApiError
 from vertexdist.emulator.vertex.operations import finished_operation
+from vertexdist.emulator.vertex.series_points import SeriesPoints
+from vertexdist.spec.names import MAX_DISPLAY_NAME_CHARS
 from vertexdist.wire.proto_json import camel, now_rfc3339
 
 _FOLDER = "experiments"
@@ -29,7 +32,13 @@ _NAME_FIELDS = {"name", "createTime", "updateTime"}
 
 class ExperimentStore(JobStore):
     """A `JobStore` whose files are named by a hash of the whole name (names nest) and never go stale
-    (none of these resources is a job that a restart interrupts)."""
+    (none of these resources is a job that a restart interrupts). A time series' points are kept apart, in
+    `points` (`series_points`): a write appends them, and no Get or list of resources copies them."""
+
+    def __init__(self, data_dir: Path | None = None) -> None:
+        folder = Path(data_dir) / "resources" / _FOLDER / "points" if data_dir else None
+        self.points = SeriesPoints(folder)
+        super().__init__(data_dir)
 
     def _path(self, name: str) -> Path:
         assert self._data_dir is not None
@@ -44,14 +53,23 @@ class ExperimentStore(JobStore):
                 resource = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue  # a torn file from a crash mid-write is skipped, not fatal
+            if "_points" in resource:  # a store written before the points were kept apart
+                points = resource.pop("_points")
+                if isinstance(points, list) and not self.points.count(resource["name"]):
+                    self.points.replace(resource["name"], [p for p in points if isinstance(p, dict)])
+                self._persist(resource)
             self._resources[resource["name"]] = resource
 
     def children(self, parent: str, collection: str) -> list[Resource]:
         """The resources directly in `parent/collection/`, oldest first."""
         prefix = f"{parent}/{collection}/"
-        return [
-            r for r in reversed(self.list(parent, collection)) if "/" not in r["name"].removeprefix(prefix)
-        ]
+        with self._changed:  # only the direct children are copied, never what nests under them
+            found = [
+                copy.deepcopy(r)
+                for n, r in self._resources.items()
+                if n.startswith(prefix) and "/" not in n[len(prefix) :]
+            ]
+        return sorted(found, key=lambda r: (r.get("createTime", ""), r["name"]))
 
     def subtree(self, name: str) -> list[str]:
         return [n for n in self.names() if n.startswith(name + "/")]
@@ -106,12 +124,18 @@ class Collection:
     on_create: Callable[[Resource], None] | None = None
 
 
+MAX_PAGE_SIZE = 1000  # as Vertex's list calls: a larger pageSize is taken as this
+
+
 def page(items: list[Resource], query: dict[str, str], listed: str) -> dict[str, Any]:
     try:
         size = int(query.get("pageSize") or 0) or 100
         start = int(query.get("pageToken") or 0)
     except ValueError:
         raise ApiError.invalid("pageSize and pageToken: expected numbers") from None
+    if size < 0 or start < 0:
+        raise ApiError.invalid("pageSize and pageToken: expected numbers of at least 0")
+    size = min(size, MAX_PAGE_SIZE)
     out: dict[str, Any] = {listed: [visible(r) for r in items[start : start + size]]}
     if start + size < len(items):
         out["nextPageToken"] = str(start + size)
@@ -134,6 +158,11 @@ class Resources:
     def create(
         self, parent: str, kind: Collection, body: dict[str, Any], query: dict[str, str], version: str
     ) -> Resource:
+        shown = body.get("displayName")
+        if shown is not None and (not isinstance(shown, str) or len(shown) > MAX_DISPLAY_NAME_CHARS):
+            what = f"{len(shown)} characters" if isinstance(shown, str) else f"a {type(shown).__name__}"
+            limit = MAX_DISPLAY_NAME_CHARS
+            raise ApiError.invalid(f"displayName: {what}; expected a string of at most {limit}")
         ident = query.get(kind.id_param) or body.get(kind.id_param) or new_id()
         if not isinstance(ident, str) or not ident or "/" in ident or len(ident) > 128:
             raise ApiError.invalid(f"{kind.id_param}: {ident!r} is not a valid id")
@@ -185,8 +214,9 @@ class Resources:
     def delete(self, name: str, version: str) -> Resource:
         """Delete a resource and everything under it: a long-running operation, finished now."""
         self.need(name)
-        for child in self.store.subtree(name):
+        for child in [*self.store.subtree(name), name]:
             self.store.delete(child)
-        self.store.delete(name)
+            if "/timeSeries/" in child:
+                self.store.points.drop(child)
         parent = "/".join(name.split("/")[:4])
         return finished_operation(parent, version)

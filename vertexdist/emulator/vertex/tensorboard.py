@@ -6,13 +6,15 @@ series); the data: `runs/R:write` (writeTensorboardRunData), `experiments/E:writ
 (writeTensorboardExperimentData), `timeSeries/T:read`, `tensorboards/T:batchRead` and
 `timeSeries/T:exportTensorboardTimeSeries`.
 
-A time series keeps its points in its private `_points`, in the order written; a run's time series have
-distinct display names (a second one is ALREADY_EXISTS, as on Vertex).
+A time series' points are kept apart from it (`ExperimentStore.points`), in the order written: a write
+appends what it adds. Reads are bounded as Vertex's are: `:read` and `:batchRead` give each series' newest
+`maxDataPoints` (1,000 unless asked, at most 10,000), `:exportTensorboardTimeSeries` pages of `pageSize`
+(1,000 unless asked, at most 10,000). A run's time series have distinct display names (a second one is
+ALREADY_EXISTS, as on Vertex).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from vertexdist.emulator.vertex.experiment_store import (
@@ -34,6 +36,7 @@ COLLECTIONS = {
     "timeSeries": Collection("timeSeries", "tensorboardTimeSeriesId", "tensorboardTimeSeries"),
 }
 _DEFAULT_READ_POINTS = 1000
+_MAX_READ_POINTS = 10_000
 
 
 def _list_of_objects(body: dict[str, Any], field: str) -> list[dict[str, Any]]:
@@ -43,10 +46,11 @@ def _list_of_objects(body: dict[str, Any], field: str) -> list[dict[str, Any]]:
     return value
 
 
-def _series_data(series: Resource, limit: int = 0) -> dict[str, Any]:
-    points = series.get("_points", [])
-    if limit and len(points) > limit:  # Vertex samples down to maxDataPoints; keep the newest ones here
-        points = points[-limit:]
+def _series_data(
+    store: ExperimentStore, series: Resource, limit: int = _DEFAULT_READ_POINTS
+) -> dict[str, Any]:
+    # Vertex samples down to maxDataPoints; the newest ones are kept here
+    points = store.points.newest(series["name"], limit)
     return {
         "tensorboardTimeSeriesId": series["name"].rsplit("/", 1)[-1],
         "valueType": series.get("valueType", "SCALAR"),
@@ -54,11 +58,15 @@ def _series_data(series: Resource, limit: int = 0) -> dict[str, Any]:
     }
 
 
-def _appender(values: list[dict[str, Any]]) -> Callable[[Resource], None]:
-    def append(series: Resource) -> None:
-        series.setdefault("_points", []).extend(values)
-
-    return append
+def _number(raw: object, what: str, default: int) -> int:
+    """A query or body number in [1, _MAX_READ_POINTS] (0 or none: `default`); 400 otherwise."""
+    try:
+        value = int(str(raw or 0))
+    except ValueError:
+        raise ApiError.invalid(f"{what} {str(raw)[:40]!r} is not a number") from None
+    if value < 0:
+        raise ApiError.invalid(f"{what} must be at least 0, got {value}")
+    return min(value or default, _MAX_READ_POINTS)
 
 
 class TensorboardApi:
@@ -161,32 +169,37 @@ class TensorboardApi:
             return {"tensorboardTimeSeries": created}
         if method == ("GET", "timeSeries", "read"):
             series = self.resources.need(name)
-            return {"timeSeriesData": _series_data(series, self._max_points(query))}
+            limit = _number((query.get("maxDataPoints") or ["0"])[-1], "maxDataPoints", _DEFAULT_READ_POINTS)
+            return {"timeSeriesData": _series_data(self.store, series, limit)}
         if method == ("POST", "timeSeries", "exportTensorboardTimeSeries"):
-            series = self.resources.need(name)
-            return {"timeSeriesDataPoints": series.get("_points", [])}
+            self.resources.need(name)
+            request = body()
+            if not isinstance(request, dict):
+                raise ApiError.invalid("expected an ExportTensorboardTimeSeriesDataRequest object")
+            size = _number(request.get("pageSize"), "pageSize", _DEFAULT_READ_POINTS)
+            token = request.get("pageToken") or "0"
+            if not isinstance(token, str) or not token.isascii() or not token.isdigit():
+                raise ApiError.invalid(f"pageToken {str(token)[:40]!r} is not one this server gave")
+            points, following = self.store.points.page(name, int(token), size)
+            out: dict[str, Any] = {"timeSeriesDataPoints": points}
+            if following is not None:
+                out["nextPageToken"] = str(following)
+            return out
         if method == ("GET", "tensorboards", "batchRead"):
             self.resources.need(name)
             wanted = query.get("timeSeries", [])
-            found = [self.resources.need(n) for n in wanted]
-            if any(not s["name"].startswith(name + "/") for s in found):
+            if any(not n.startswith(name + "/") or "/../" in n for n in wanted):
                 raise ApiError.invalid(f"timeSeries: every time series must belong to {name}")
-            return {"timeSeriesData": [_series_data(s) for s in found]}
+            found = [self.resources.need(n) for n in wanted]
+            return {"timeSeriesData": [_series_data(self.store, s) for s in found]}
         return None
-
-    @staticmethod
-    def _max_points(query: dict[str, list[str]]) -> int:
-        raw = (query.get("maxDataPoints") or ["0"])[-1]
-        try:
-            return int(raw or 0) or _DEFAULT_READ_POINTS
-        except ValueError:
-            raise ApiError.invalid(f"maxDataPoints {raw!r} is not a number") from None
 
     def _write(self, run: str, data: list[dict[str, Any]]) -> None:
         for series_data in data:
             ident = series_data.get("tensorboardTimeSeriesId")
-            if not isinstance(ident, str) or not ident:
+            if not isinstance(ident, str) or not ident or "/" in ident or len(ident) > 128:
                 raise ApiError.invalid("timeSeriesData[].tensorboardTimeSeriesId: expected an id")
             series = f"{run}/timeSeries/{ident}"
             self.resources.need(series)
-            self.store.update(series, _appender(_list_of_objects(series_data, "values")))
+            # Appended: the write costs what it adds, and holds only this series' lock.
+            self.store.points.append(series, _list_of_objects(series_data, "values"))
