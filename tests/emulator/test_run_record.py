@@ -71,9 +71,49 @@ def test_submit_keeps_a_record_and_rerun_sends_the_same_request(
         "outputUriPrefix"
     ]
     assert new != old and new.rsplit("/", 1)[0] == old.rsplit("/", 1)[0]
-    # Byte for byte the same request, but for its output folder; and the emulator got exactly that.
-    assert json.dumps(rerun_record["request"]).replace(new, old) == json.dumps(record["request"])
+    # Byte for byte the same request, but for its output folder and its own health mark (issue 41); and
+    # the emulator got exactly that.
+    from vertexdist.render.health_mark import without_mark
+
+    again_request = json.dumps(without_mark(rerun_record["request"])).replace(new, old)
+    assert again_request == json.dumps(without_mark(record["request"]))
     received = emu.store.get(second)
     assert received is not None
     for field, value in rerun_record["request"]["trainingPipeline"].items():
         assert received[field] == value, field
+
+
+def test_rerun_refuses_a_record_rewritten_in_the_bucket(emu: Emulator, cli: Any, write_template: Any) -> None:
+    """Issue 41: a job can rewrite its siblings' records (they sit in the bucket it writes). A record whose
+    command or package URI was changed is refused, showing the difference; describe warns; nothing is sent
+    and no object is overwritten."""
+    from google.cloud import storage
+
+    emu.service.hold_get_s = 0.0
+    path = write_template("print('recorded')\n", name="tampered-job")
+    code, out, err = cli("submit", str(path), "--detach")
+    assert code == 0, err
+    first = out.splitlines()[0]
+    code, out, err = cli("describe", first, "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    output = record["request"]["trainingPipeline"]["trainingTaskInputs"]["baseOutputDirectory"][
+        "outputUriPrefix"
+    ]
+    bucket_name, _, prefix = output.removeprefix("gs://").partition("/")
+    bucket = storage.Client(project="test-proj").bucket(bucket_name)
+    key = f"{prefix.rsplit('/', 1)[0]}/vertexdist-records/{first.rsplit('/', 1)[1]}/record.json"
+    victim = bucket.blob("prod/important.txt")
+    victim.upload_from_string(b"important")
+    pools = record["request"]["trainingPipeline"]["trainingTaskInputs"]["workerPoolSpecs"]
+    pools[0]["pythonPackageSpec"]["args"] = ["--planted"]
+    record["package"]["uri"] = f"gs://{bucket_name}/prod/important.txt"
+    bucket.blob(key).upload_from_string(json.dumps(record))
+    jobs_before = len(emu.store.names())
+
+    code, out, err = cli("describe", first)
+    assert code == 0 and "warning" in err and "--planted" in err, err
+    code, out, err = cli("rerun", first, "--detach")
+    assert code == 1 and "args" in err and "rerun sends nothing" in err, err
+    assert len(emu.store.names()) == jobs_before
+    assert victim.download_as_bytes() == b"important"
