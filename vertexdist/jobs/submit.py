@@ -32,6 +32,7 @@ from vertexdist.wire.gcs_uri import is_gs_uri
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
     from vertexdist.backends.vertex import Submission, VertexBackend
+    from vertexdist.container.ensure import BuildPlan
     from vertexdist.emulator.folder import Endpoints
     from vertexdist.spec.models import JobTemplate
 
@@ -146,7 +147,26 @@ class SubmitSession:
 
         if dry_run:
             return plan_build(self.template).image_uri
+        if self.target.is_emulator:
+            return self._emulator_image(plan_build(self.template))
         return ensure_image(self.template, log=self._hooks.notice).image_uri
+
+    def _emulator_image(self, plan: BuildPlan) -> str:
+        """The emulator runs a job's image from this machine's Docker daemon: built there (on the local
+        stand-in base where the template's cannot be pulled), never pushed; without a daemon, not built,
+        and the emulator runs the pools on this host (vertexdist.local.runtime_containers)."""
+        from vertexdist.container.docker import DockerCliRunner, docker_daemon_answers
+        from vertexdist.local.docker_launcher import ensure_local_image
+
+        notice = self._hooks.notice
+        if not docker_daemon_answers():
+            notice(
+                f"no Docker daemon answers: {plan.image_uri} is not built; the emulator runs the job here"
+            )
+            return plan.image_uri
+        if ensure_local_image(plan, DockerCliRunner(log=notice)):
+            notice(f"built {plan.image_uri} in the local Docker daemon, where the emulator runs it")
+        return plan.image_uri
 
     def _options(self, *, dry_run: bool) -> SubmitOptions:
         return SubmitOptions(image_uri=self._image(dry_run=dry_run), resume_from=self.resume_from)

@@ -123,6 +123,17 @@ def _isolate_containers(request: LocalRequest, fetch_object: FetchObject | None,
     return plan
 
 
+def _note_in_logs(plan: LaunchPlan, line: str) -> None:
+    """`line` first in every replica's log (why its container runs on the host)."""
+    from vertexdist.local.log_capture import LogCapture
+
+    for launch in plan.replicas if line else ():
+        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        capture = LogCapture(launch.log_path)
+        capture.note(f"vertexdist: {line}")
+        capture.abandon()
+
+
 def start_job(
     spec: Mapping[str, Any],
     ctx: JobContext,
@@ -153,10 +164,10 @@ def start_job(
     services = JobServices(env=dict(replica_env or {}))
 
     def prepare() -> LaunchPlan:
-        from vertexdist.local.runtime_containers import container_runtime, runs_in_runtime, runtime_request
+        from vertexdist.local.runtime_containers import runtime_for, runtime_request
 
         job = parse_job_spec(spec, require_command=False)
-        runtime = container_runtime() if runs_in_runtime(job) else None
+        runtime, host_mode = runtime_for(job)
         if runtime is not None:
             _stage_gcs_inputs(job, Path(ctx.gcs_root), fetch_object)
             request = runtime_request(job, ctx, Path(run_dir), runtime, max_restarts)
@@ -177,6 +188,7 @@ def start_job(
         requests.append(request)
         if any(r.kind == "container" for r in request.plan.replicas):
             request.plan = _isolate_containers(request, fetch_object, python)
+            _note_in_logs(request.plan, host_mode)
         if serve_metadata:
             services.identity = identity_of(request)
         return _ready(request, install or _default_install, services)

@@ -3,7 +3,8 @@
 The same containers as `local-run --docker` (`docker_launcher.docker_job_plan`: a network per job, replicas
 by host name), with each pool's own image pulled unless present instead of built, and the job's Cloud
 Storage folder mounted at `/gcs` as well, where Vertex mounts every bucket. An image without a command runs
-its ENTRYPOINT, as on Vertex.
+its ENTRYPOINT, as on Vertex. Without a runtime, or with an image this machine cannot get, the pools run on
+this host as before (`isolated_container`), and each replica's log says why on its first line.
 """
 
 from __future__ import annotations
@@ -33,6 +34,44 @@ def runs_in_runtime(job: JobSpec) -> bool:
     return any(p.kind == "container" for p in job.pools) and all(
         p.kind != "python_package" for p in job.pools
     )
+
+
+def job_images(job: JobSpec) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri))
+
+
+def image_available(image: str, runtime: str) -> bool:
+    """Whether the runtime has `image`, or can pull it now (a registry this machine reaches)."""
+    if docker_image_exists_locally(image, docker=runtime):
+        return True
+    try:
+        pulled = subprocess.run(
+            [runtime, "pull", "--quiet", image], capture_output=True, timeout=1800, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return pulled.returncode == 0
+
+
+def runtime_for(job: JobSpec) -> tuple[str | None, str]:
+    """The runtime that runs `job`'s container pools, or None and why they run on this host instead ("" for a
+    job that has no container pool to run in one). Every image must be in the runtime or pullable: an image
+    this machine cannot get runs its command on the host, as without a runtime."""
+    if not runs_in_runtime(job):
+        return None, ""
+    runtime = container_runtime()
+    if runtime is None:
+        return (
+            None,
+            "no Docker daemon (nor podman) answers, so the container pools run on this host, isolated",
+        )
+    missing = [image for image in job_images(job) if not image_available(image, runtime)]
+    if missing:
+        return None, (
+            f"{', '.join(missing)}: not in {runtime}'s images and cannot be pulled here, so the container "
+            "pools run on this host, isolated"
+        )
+    return runtime, ""
 
 
 def runtime_job_plan(
@@ -85,6 +124,6 @@ def runtime_request(
 ) -> LocalRequest:
     """The LocalRequest that runs `job`'s pools as containers of their own images."""
     plan = runtime_job_plan(job, ctx, run_dir, runtime, max_restarts)
-    images = tuple(dict.fromkeys(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri))
+    images = job_images(job)
     setup = PulledImages(plan, images, Path(ctx.gcs_root), runtime)
     return LocalRequest(job, ctx, plan.launch, docker=setup)
