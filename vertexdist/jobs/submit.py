@@ -160,9 +160,7 @@ class SubmitSession:
 
         notice = self._hooks.notice
         if not docker_daemon_answers():
-            notice(
-                f"no Docker daemon answers: {plan.image_uri} is not built; the emulator runs the job here"
-            )
+            notice(f"no Docker daemon answers: {plan.image_uri} is not built; the emulator runs the job here")
             return plan.image_uri
         if ensure_local_image(plan, DockerCliRunner(log=notice)):
             notice(f"built {plan.image_uri} in the local Docker daemon, where the emulator runs it")
@@ -341,9 +339,17 @@ def open_submission(
 
         check_procs_per_replica(template, emulator.procs_per_replica)
         if template.build is not None:
-            # No Docker here: like local-run, the emulator runs the same trainer as a Python package.
-            hooks.notice("emulator: `build` ignored; the trainer runs as a Python package")
-            template = template.model_copy(update={"build": None})
+            from vertexdist.container.docker import docker_daemon_answers
+
+            if docker_daemon_answers():
+                # Built into the local daemon (SubmitSession._emulator_image), where the emulator runs it.
+                hooks.notice("emulator: a Docker daemon answers, so the job runs the template's image in it")
+            else:
+                # Like local-run without --docker, the emulator runs the same trainer as a Python package.
+                hooks.notice(
+                    "emulator: no Docker daemon: `build` ignored; the trainer runs as a Python package"
+                )
+                template = template.model_copy(update={"build": None})
     resume = request.resume_from
     needs_emulator = not dry_run or (resume is not None and not is_gs_uri(resume))
     with ExitStack() as stack:

@@ -9,6 +9,7 @@ this host as before (`isolated_container`), and each replica's log says why on i
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,7 +78,11 @@ def runtime_for(job: JobSpec) -> tuple[str | None, str]:
 def runtime_job_plan(
     job: JobSpec, ctx: JobContext, run_dir: Path, runtime: str, max_restarts: int = DEFAULT_MAX_RESTARTS
 ) -> DockerJobPlan:
-    """`docker_job_plan` of the pools' own images, `/gcs` mounted as there (pure)."""
+    """`docker_job_plan` of the pools' own images, `/gcs` mounted as there (pure).
+
+    A root caller runs them as root, since the mounted storage folder is private to its owner and an image's
+    own user (the repository's Dockerfile has uid 10001) could not write outputs into it; any other caller
+    keeps the image's own user, as on Vertex (`pip install --user` needs its HOME)."""
     image = next(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri)
     return docker_job_plan(
         job,
@@ -85,7 +90,8 @@ def runtime_job_plan(
         image_uri=image,
         run_dir=run_dir,
         max_restarts=max_restarts,
-        docker=runtime,  # and the image's own user, as on Vertex (`pip install --user` needs its HOME)
+        docker=runtime,
+        run_as="0:0" if os.geteuid() == 0 else None,
     )
 
 
