@@ -47,9 +47,11 @@ def time_run(workdir: Path, template: Path, name: str, run: int, *flags: str) ->
 
 def main() -> None:
     if not docker_daemon_answers():
-        raise SystemExit(
-            "bench_docker: no Docker daemon answers (run it under tests/docker_daemon.py as root)"
+        # `make bench` runs every script: where no daemon answers there is nothing to measure, said so.
+        print(
+            "bench_docker: skipped, no Docker daemon answers (as root: python tests/docker_daemon.py -- ...)"
         )
+        return
     workdir = Path(tempfile.mkdtemp(prefix="bench-docker-"))
     try:
         template = short_template(workdir)
