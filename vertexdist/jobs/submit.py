@@ -371,6 +371,9 @@ def open_submission(
             env = {**env, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
             hooks.notice(f"emulator: {emu.vertex_endpoint} (storage {emu.storage_endpoint})")
             hooks.notice(f"emulator: jobs, logs and outputs (gs:// paths) under {emu.data_dir}")
+            from vertexdist.local.runtime_containers import container_mode
+
+            hooks.notice(f"emulator: {container_mode()}")
         template, target = resolve_target(template, where, env, on_emulator=emulator is not None)
         resumed = None
         if resume is not None:

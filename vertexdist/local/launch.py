@@ -10,6 +10,7 @@ source tree.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +31,8 @@ from vertexdist.wire.job_spec import JobSpec, parse_job_spec
 FetchPackage = Callable[[str], Path]
 FetchObject = Callable[[str, Path], Path]
 InstallPackage = Callable[[Path, Path], Path]
+
+_log = logging.getLogger(__name__)
 
 
 def _default_install(sdist: Path, cache_dir: Path) -> Path:
@@ -123,17 +126,6 @@ def _isolate_containers(request: LocalRequest, fetch_object: FetchObject | None,
     return plan
 
 
-def _note_in_logs(plan: LaunchPlan, line: str) -> None:
-    """`line` first in every replica's log (why its container runs on the host)."""
-    from vertexdist.local.log_capture import LogCapture
-
-    for launch in plan.replicas if line else ():
-        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
-        capture = LogCapture(launch.log_path)
-        capture.note(f"vertexdist: {line}")
-        capture.abandon()
-
-
 def start_job(
     spec: Mapping[str, Any],
     ctx: JobContext,
@@ -188,7 +180,8 @@ def start_job(
         requests.append(request)
         if any(r.kind == "container" for r in request.plan.replicas):
             request.plan = _isolate_containers(request, fetch_object, python)
-            _note_in_logs(request.plan, host_mode)
+            if host_mode:
+                _log.info("%s: %s", ctx.job_id, host_mode)
         if serve_metadata:
             services.identity = identity_of(request)
         return _ready(request, install or _default_install, services)

@@ -4,7 +4,7 @@ The same containers as `local-run --docker` (`docker_launcher.docker_job_plan`: 
 by host name), with each pool's own image pulled unless present instead of built, and the job's Cloud
 Storage folder mounted at `/gcs` as well, where Vertex mounts every bucket. An image without a command runs
 its ENTRYPOINT, as on Vertex. Without a runtime, or with an image this machine cannot get, the pools run on
-this host as before (`isolated_container`), and each replica's log says why on its first line.
+this host as before (`isolated_container`); `container_mode` is the line the emulator starts with.
 """
 
 from __future__ import annotations
@@ -73,6 +73,14 @@ def runtime_for(job: JobSpec) -> tuple[str | None, str]:
             "pools run on this host, isolated"
         )
     return runtime, ""
+
+
+def container_mode() -> str:
+    """What the emulator says when it starts: where its container jobs will run."""
+    runtime = container_runtime()
+    if runtime is None:
+        return "no Docker daemon (nor podman) answers: container jobs run on this host, isolated"
+    return f"container jobs run in {runtime}'s containers (an image it cannot get runs here, isolated)"
 
 
 def runtime_job_plan(
