@@ -31,6 +31,7 @@ from pathlib import Path
 DEFAULT_DIR = Path("/var/cache/vertexdist-test-dockerd")
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
+_STARTED: list[subprocess.Popen[bytes]] = []
 
 
 def _say(line: str) -> None:
@@ -106,6 +107,7 @@ def start(folder: Path, env: dict[str, str]) -> bool:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and daemon.poll() is None:
             if daemon_answers(env):
+                _STARTED.append(daemon)  # reaped by stop()
                 return True
             time.sleep(0.2)
         if daemon.poll() is None:
@@ -138,6 +140,9 @@ def stop(folder: Path) -> None:
         time.sleep(0.1)
     if _alive(pid):
         os.kill(pid, signal.SIGKILL)
+    for daemon in _STARTED:  # this process's child: reap it, so no zombie stays behind
+        if daemon.pid == pid:
+            daemon.wait(STOP_TIMEOUT_S)
 
 
 def run(command: list[str]) -> int:
