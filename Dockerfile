@@ -11,16 +11,22 @@ FROM ${BASE_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # Reduction Server NCCL plugin. The prebuilt images may ship it already; then the apt sources are left as
-# they are, since a second entry for the same repository with another key makes apt refuse to run.
+# they are, since a second entry for the same repository with another key makes apt refuse to run. Where its
+# repository cannot be reached from the build (an offline machine building on vertexdist's local stand-in base,
+# which has no curl either), the step is skipped with a message, as for CPU images: reducers need GPUs anyway.
 # The plugin's version follows the repository (Google publishes no pinned versions), hence DL3008.
 # hadolint ignore=DL3008
-RUN if ! dpkg -s google-reduction-server >/dev/null 2>&1; then \
-      if ! grep -rqs google-fast-socket /etc/apt/sources.list /etc/apt/sources.list.d/; then \
-        curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg \
-          | gpg --dearmor --yes -o /usr/share/keyrings/google-fast-socket.gpg \
-        && echo "deb [signed-by=/usr/share/keyrings/google-fast-socket.gpg] https://packages.cloud.google.com/apt google-fast-socket main" \
-          > /etc/apt/sources.list.d/google-fast-socket.list; \
-      fi \
+RUN if dpkg -s google-reduction-server >/dev/null 2>&1; then \
+      echo "Reduction Server plugin: already in the base image"; \
+    elif ! command -v curl >/dev/null 2>&1 || ! command -v gpg >/dev/null 2>&1 \
+         || ! curl -fsSL --max-time 30 -o /tmp/google-fast-socket.key https://packages.cloud.google.com/apt/doc/apt-key.gpg; then \
+      echo "Reduction Server plugin skipped: its repository (packages.cloud.google.com) cannot be reached from this build"; \
+    else \
+      { grep -rqs google-fast-socket /etc/apt/sources.list /etc/apt/sources.list.d/ \
+        || { gpg --dearmor --yes -o /usr/share/keyrings/google-fast-socket.gpg /tmp/google-fast-socket.key \
+             && echo "deb [signed-by=/usr/share/keyrings/google-fast-socket.gpg] https://packages.cloud.google.com/apt google-fast-socket main" \
+               > /etc/apt/sources.list.d/google-fast-socket.list; }; } \
+      && rm -f /tmp/google-fast-socket.key \
       && apt-get update \
       && apt-get install -y --no-install-recommends google-reduction-server \
       && rm -rf /var/lib/apt/lists/*; \

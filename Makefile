@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv test lint typecheck unit browser docs demo bench clean
+.PHONY: venv test lint typecheck unit browser docker-tools docs demo bench clean
 
 venv: $(STAMP)
 
@@ -33,8 +33,16 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-unit: venv browser
-	NO_GCE_CHECK=true $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=30
+# The container tests' private Docker daemon and offline base image need Debian's docker.io and debootstrap;
+# installed only as root (the daemon is started only as root: tests/docker_daemon.py).
+docker-tools:
+	@if [ "$$(id -u)" = 0 ] && ! { command -v dockerd && command -v debootstrap; } >/dev/null 2>&1; then \
+	  echo "== installing docker.io and debootstrap (apt) for the container tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null; fi
+
+unit: venv browser docker-tools
+	# The container tests' Docker daemon: a private one where none answers and this is root (tests/docker_daemon.py).
+	NO_GCE_CHECK=true $(PY) tests/docker_daemon.py -- $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
 # The docs site (mkdocs.yml, docs/): strict, so a broken link, anchor or nav entry fails; built into site/.
 docs: venv

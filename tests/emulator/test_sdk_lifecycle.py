@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import site
+import subprocess
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -41,14 +42,14 @@ def _logs(emu: Emulator, name: str) -> str:
     return "".join(path.read_text() for path in emu.service.log_files(name).values())
 
 
-def _command_job(aiplatform: Any, name: str, code: str) -> Any:
+def _command_job(aiplatform: Any, name: str, code: str, image: str = "python:3.11") -> Any:
     return aiplatform.CustomJob(
         display_name=name,
         worker_pool_specs=[
             {
                 "machine_spec": {"machine_type": "n1-standard-4"},
                 "replica_count": 1,
-                "container_spec": {"image_uri": "python:3.11", "command": ["python3", "-c", code]},
+                "container_spec": {"image_uri": image, "command": ["python3", "-c", code]},
             }
         ],
     )
@@ -197,10 +198,14 @@ def test_requirements_install_into_a_job_env_cached_and_the_host_is_unchanged(
 
 
 def test_custom_container_script_runs_isolated_and_leaves_the_host_alone(
-    aiplatform: Any, emu: Emulator, tmp_path: Path, offline_pip: Path, pip_freeze: Callable[[], str]
+    aiplatform: Any,
+    emu: Emulator,
+    tmp_path: Path,
+    offline_pip: Path,
+    pip_freeze: Callable[[], str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if docker_daemon_answers():
-        pytest.skip("a container runtime answers: the job would run in a container, not isolated on the host")
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # host mode, daemon or not
     before = pip_freeze()
     user_site = Path(site.getusersitepackages())
     user_site_before = sorted(user_site.rglob("*")) if user_site.exists() else None
@@ -222,9 +227,10 @@ def test_custom_container_script_runs_isolated_and_leaves_the_host_alone(
     assert (sorted(user_site.rglob("*")) if user_site.exists() else None) == user_site_before
 
 
-def test_an_image_without_a_command_needs_a_runtime(aiplatform: Any, emu: Emulator) -> None:
-    if docker_daemon_answers():
-        pytest.skip("a container runtime answers: the image's entrypoint would run")
+def test_an_image_without_a_command_needs_a_runtime(
+    aiplatform: Any, emu: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # host mode, daemon or not
     job = aiplatform.CustomJob(
         display_name="entrypoint-only",
         worker_pool_specs=[
@@ -241,10 +247,56 @@ def test_an_image_without_a_command_needs_a_runtime(aiplatform: Any, emu: Emulat
     assert "has no command" in message and "docker or podman" in message
 
 
+needs_docker = pytest.mark.skipif(
+    not docker_daemon_answers(),
+    reason="no Docker daemon answers here (make test starts a private one as root: tests/docker_daemon.py)",
+)
+
+
 @pytest.mark.docker
+@needs_docker
 def test_container_jobs_run_in_the_runtime_when_one_answers(aiplatform: Any, emu: Emulator) -> None:
-    if not docker_daemon_answers():
-        pytest.skip("no docker daemon answers on this machine; the runtime path needs one")
-    job = _command_job(aiplatform, "in-docker", "import sys; print('in', sys.prefix)")
+    from vertexdist.container.standin import ensure_standin
+
+    image = ensure_standin()  # made before the suite by tests/docker_daemon.py; its Python is in /opt/venv
+    job = _command_job(aiplatform, "in-docker", "import sys; print('in', sys.prefix)", image)
     job.run()
-    assert "in /usr/local" in _logs(emu, job.resource_name)
+    assert "in /opt/venv" in _logs(emu, job.resource_name)
+
+
+ENTRYPOINT_CODE = (
+    "import json, os; t = json.loads(os.environ['CLUSTER_SPEC'])['task']; "
+    "print('entrypoint', t['type'], t['index'])"
+)
+
+
+def _entrypoint_image() -> str:
+    """An image whose ENTRYPOINT prints its replica's place, built on the stand-in (cached by the daemon)."""
+    from vertexdist.container.standin import ensure_standin
+
+    image = "vertexdist-test/entrypoint-only:1"
+    dockerfile = f'FROM {ensure_standin()}\nENTRYPOINT ["python", "-c", {json.dumps(ENTRYPOINT_CODE)}]\n'
+    built = subprocess.run(
+        ["docker", "build", "--tag", image, "-"],
+        input=dockerfile,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    return image
+
+
+@pytest.mark.docker
+@needs_docker
+def test_an_image_without_a_command_runs_its_entrypoint_in_containers(aiplatform: Any, emu: Emulator) -> None:
+    image = _entrypoint_image()
+    job = aiplatform.CustomContainerTrainingJob(display_name="entrypoint-only", container_uri=image)
+    job.run(replica_count=2, machine_type="n1-standard-4")
+    assert job.state.name == "PIPELINE_STATE_SUCCEEDED"
+    logs = _logs(emu, job.resource_name)
+    assert "entrypoint workerpool0 0" in logs and "entrypoint workerpool1 0" in logs
+    left = subprocess.run(
+        ["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "workerpool" not in left

@@ -330,6 +330,8 @@ def test_build_templates_dry_run_their_image_and_run_as_a_package_on_the_emulato
     cli: Any, write_template: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("VERTEX_API_ENDPOINT", raising=False)
+    # Without a Docker daemon (with one, the image is built into it and runs as a container job).
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     extra = "build:\n  repository: us-central1-docker.pkg.dev/test-proj/repo\n"
     path = write_template(name="with-build", extra=extra)
     (path.parent / "Dockerfile").write_text("FROM python:3.11\nCOPY train.py /app/\n")
@@ -339,7 +341,7 @@ def test_build_templates_dry_run_their_image_and_run_as_a_package_on_the_emulato
     assert pool["containerSpec"]["imageUri"].startswith("us-central1-docker.pkg.dev/test-proj/repo/")
     code, out, err = cli("submit", str(path), "--emulator", "--emulator-data-dir", str(tmp_path / "d"))
     assert code == 0, err
-    assert "`build` ignored" in err and "SUCCEEDED" in err
+    assert "no Docker daemon: `build` ignored" in err and "SUCCEEDED" in err
 
 
 def test_dry_run_and_help_never_load_the_sdk(write_template: Any) -> None:

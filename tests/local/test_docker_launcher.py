@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.interrupts import default_sigint
 from vertexdist.container.docker import docker_daemon_answers
 from vertexdist.errors import VertexdistError
 from vertexdist.local.docker_launcher import CONTAINER_GCS_ROOT, docker_job_plan
@@ -266,12 +267,14 @@ def test_runner_runs_stop_commands_after_a_job_succeeds(tmp_path: Path) -> None:
 # ----- the CLI ------------------------------------------------------------------------------------------
 
 
-def _vertexdist(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _vertexdist(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "vertexdist", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env=env,
     )
 
@@ -344,7 +347,7 @@ def test_plan_with_docker_needs_no_daemon_and_starts_nothing(built_template: Any
     assert "--hostname workerpool1-0" in text.stdout and "before: docker network create" in text.stdout
 
 
-# ----- end to end: needs a Docker daemon ----------------------------------------------------------------
+# ----- end to end: needs a Docker daemon (`make test` starts one as root: tests/docker_daemon.py) ---------
 
 TASK = """\
 import json, os, socket, sys, time
@@ -369,8 +372,10 @@ def _docker_template(root: Path, args: str) -> Path:
     (root / "ctx" / "app").mkdir(parents=True)
     (root / "ctx" / "app" / "__init__.py").write_text("")
     (root / "ctx" / "app" / "task.py").write_text(TASK)
+    # The base is a build argument, so an offline daemon builds on the local stand-in (container.standin).
     (root / "ctx" / "Dockerfile").write_text(
-        'FROM python:3.11-slim\nCOPY app/ /app/app/\nWORKDIR /app\nENTRYPOINT ["python", "-m", "app.task"]\n'
+        "ARG BASE_IMAGE=python:3.11-slim\nFROM ${BASE_IMAGE}\nCOPY app/ /app/app/\nWORKDIR /app\n"
+        'ENTRYPOINT ["python", "-m", "app.task"]\n'
     )
     template = root / "job.yaml"
     template.write_text(
@@ -394,6 +399,19 @@ def _docker_template(root: Path, args: str) -> Path:
     return template
 
 
+def _shipped_container_template(repo_root: Path, tmp_path: Path) -> Path:
+    """The shipped container template (the repository's Dockerfile and bundled trainer), with a short run."""
+    shipped = repo_root / "job_templates" / "a2-4g-x2-container.yaml"
+    text = shipped.read_text().replace("context: ..", f"context: {repo_root}")
+    text = text.replace("dockerfile: ../Dockerfile", f"dockerfile: {repo_root / 'Dockerfile'}")
+    start = text.index("  args: [")
+    end = text.index("\n", start)
+    text = text[:start] + '  args: ["--epochs=1", "--samples=512", "--batch-size=64"]' + text[end:]
+    template = tmp_path / "a2-4g-x2-container.yaml"
+    template.write_text(text)
+    return template
+
+
 def _leftovers(job_id: str) -> tuple[str, str]:
     containers = subprocess.run(
         ["docker", "ps", "-a", "--filter", f"name={job_id}", "--format", "{{.Names}}"],
@@ -414,18 +432,42 @@ def _leftovers(job_id: str) -> tuple[str, str]:
 @pytest.mark.integration
 @pytest.mark.slow
 @needs_docker
-@pytest.mark.timeout(600)
-def test_docker_job_runs_replicas_as_containers_and_leaves_nothing(tmp_path: Path) -> None:
-    template = _docker_template(tmp_path, "[]")
+@pytest.mark.timeout(900)
+def test_shipped_template_builds_locally_then_trains_ddp_across_two_containers(
+    repo_root: Path, tmp_path: Path
+) -> None:
+    template = _shipped_container_template(repo_root, tmp_path)
+    built = _vertexdist("build", str(template), "--local", timeout=840)
+    assert built.returncode == 0, built.stdout + built.stderr
+    image = built.stdout.strip().splitlines()[-1]
+    assert image.startswith("us-central1-docker.pkg.dev/vertexdist-demo/training/vertexdist-trainer:ctx-")
+
     out = tmp_path / "run"
-    result = _vertexdist("local-run", str(template), "--docker", "--json", "--out", str(out))
+    result = _vertexdist(
+        "local-run",
+        str(template),
+        "--docker",
+        "--procs-per-replica",
+        "1",
+        "--json",
+        "--out",
+        str(out),
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["state"] == "JOB_STATE_SUCCEEDED"
-    for name in ("workerpool0-0", "workerpool1-0"):
-        log = (out / "logs" / f"{name}.log").read_text()
-        assert f"replica {name} hostname {name} master workerpool0-0 resolves True" in log
-        assert (out / "gcs" / "out" / name).read_text() == "2222"
+    # `build --local` made the image: the run started its containers without building.
+    assert f"{image} exists; nothing to build" in (out / "logs" / "build.log").read_text()
+    chief = (out / "logs" / "workerpool0-0.log").read_text()
+    worker = (out / "logs" / "workerpool1-0.log").read_text()
+    # One rank per container, gloo across the job's network: the chief names the other container's host.
+    assert "chief node 0 of 2: ranks 0-0 of 2 on cpu, rendezvous workerpool0-0:2222" in chief
+    assert "node 1 of 2: ranks 1-1 of 2 on cpu" in worker
+    assert "world size 2" in chief and "epoch 1/1" in chief
+    # The model went through the /gcs mount into the run folder's gcs/.
+    model = Path(summary["output_path"]) / "model" / "model.pt"
+    assert model.is_file() and model.stat().st_size > 0
     assert _leftovers(summary["job_id"]) == ("", "")
 
 
@@ -434,7 +476,7 @@ def test_docker_job_runs_replicas_as_containers_and_leaves_nothing(tmp_path: Pat
 @pytest.mark.slow
 @needs_docker
 @pytest.mark.timeout(600)
-def test_docker_job_cancelled_leaves_no_container_or_network(tmp_path: Path) -> None:
+def test_docker_job_interrupted_with_ctrl_c_leaves_no_container_or_network(tmp_path: Path) -> None:
     template = _docker_template(tmp_path, "['--sleep']")
     out = tmp_path / "run"
     proc = subprocess.Popen(
@@ -452,13 +494,18 @@ def test_docker_job_cancelled_leaves_no_container_or_network(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,  # Ctrl-C as from a shell (tests/interrupts.py)
     )
     marker = out / "gcs" / "out" / "workerpool1-0"
-    deadline = time.monotonic() + 400  # the first run pulls the base image and builds
+    deadline = time.monotonic() + 400  # the first run builds the image
     while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.5)
-    assert marker.exists(), "the containers never started"
-    proc.send_signal(signal.SIGTERM)
+    logs = "".join(p.read_text() for p in (out / "logs").glob("*.log")) if (out / "logs").is_dir() else ""
+    assert marker.exists(), "the containers never started: " + logs
+    for name in ("workerpool0-0", "workerpool1-0"):
+        log = (out / "logs" / f"{name}.log").read_text()
+        assert f"replica {name} hostname {name} master workerpool0-0 resolves True" in log
+    proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stdout + stderr
     job_id = json.loads(stdout.strip().splitlines()[-1])["job_id"]

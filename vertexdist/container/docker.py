@@ -94,11 +94,39 @@ class DockerCliRunner:
     def build(
         self, context_tar: Path, image_uri: str, dockerfile: str, build_args: Mapping[str, str]
     ) -> None:
-        self._run(docker_build_argv(image_uri, dockerfile, build_args, docker=self._docker), context_tar)
+        """`docker build`; where the Dockerfile's base image (a build argument) cannot be pulled, on the local
+        stand-in instead (`vertexdist.container.standin`, said on one line)."""
+        from vertexdist.container.standin import local_build_args
+
+        text = dockerfile_in_tar(context_tar, dockerfile)
+        args = local_build_args(text, build_args, docker=self._docker, log=self._log) if text else build_args
+        self._run(docker_build_argv(image_uri, dockerfile, args, docker=self._docker), context_tar)
 
     def build_and_push(
         self, context_tar: Path, image_uri: str, dockerfile: str, build_args: Mapping[str, str]
-    ) -> None:
+    ) -> bool:
+        """Build, then push; False (and no push) for an image built on the local stand-in base."""
+        from vertexdist.container.standin import built_on_standin
+
         self.require_daemon()
         self.build(context_tar, image_uri, dockerfile, build_args)
+        if built_on_standin(image_uri, self._docker):
+            self._log(
+                f"{image_uri} is built on the local stand-in base, so it is not pushed: it serves local runs "
+                "(local-run --docker, the emulator) from this daemon"
+            )
+            return False
         self._run(docker_push_argv(image_uri, docker=self._docker))
+        return True
+
+
+def dockerfile_in_tar(context_tar: Path, dockerfile: str) -> str | None:
+    """The Dockerfile's text from a build context `.tar.gz` (None where it is not in there)."""
+    import tarfile
+
+    with tarfile.open(context_tar, "r:gz") as tar:
+        try:
+            member = tar.extractfile(dockerfile.removeprefix("./"))
+        except KeyError:
+            return None
+        return member.read().decode("utf-8", errors="replace") if member else None

@@ -62,6 +62,7 @@ class ImageResult:
     content_hash: str
     built: bool
     uploaded: bool = False
+    local_only: bool = False  # built into the local daemon and not pushed (on the local stand-in base)
 
 
 def build_args_for(template: JobTemplate) -> dict[str, str]:
@@ -125,7 +126,9 @@ class CloudRunner(Protocol):
 class LocalRunner(Protocol):
     def build_and_push(
         self, context_tar: Path, image_uri: str, dockerfile: str, build_args: Mapping[str, str]
-    ) -> None: ...
+    ) -> bool | None:
+        """False where the image was kept in the local daemon, not pushed (built on the local stand-in)."""
+        ...
 
 
 @contextmanager
@@ -141,6 +144,23 @@ def packed_context(plan: BuildPlan) -> Iterator[Path]:
                 hint="try again once nothing writes into the context folder",
             )
         yield tar_path
+
+
+def _in_registry(checker: ImageChecker, plan: BuildPlan, *, local: bool, log: Callable[[str], None]) -> bool:
+    """Whether the registry has the tag; a `--local` build goes on where the registry cannot be asked (an
+    offline machine), since its image may serve local runs only (`vertexdist.container.standin`)."""
+    if not local:
+        return checker.exists(plan.image)
+    try:
+        return checker.exists(plan.image)
+    except VertexdistError as error:
+        from vertexdist.container.docker import docker_image_exists_locally
+
+        if docker_image_exists_locally(plan.image_uri):
+            log(f"the registry cannot be asked ({error}); the local daemon has {plan.image_uri}")
+            return True
+        log(f"the registry cannot be asked about {plan.image_uri} ({error}); building with the local daemon")
+        return False
 
 
 def ensure_image(
@@ -166,14 +186,16 @@ def ensure_image(
         from vertexdist.container.registry import ArtifactRegistryChecker, DockerManifestChecker
 
         checker = DockerManifestChecker() if local else ArtifactRegistryChecker()
-    if checker.exists(plan.image):
+    if _in_registry(checker, plan, local=local, log=log):
         log(f"{plan.image_uri} exists; nothing to build")
         return ImageResult(plan.image_uri, plan.content_hash, built=False)
     with packed_context(plan) as tar_path:
         uploaded = False
         if local:
             assert docker is not None
-            docker.build_and_push(tar_path, plan.image_uri, plan.context.dockerfile, plan.build_args)
+            pushed = docker.build_and_push(tar_path, plan.image_uri, plan.context.dockerfile, plan.build_args)
+            if pushed is False:
+                return ImageResult(plan.image_uri, plan.content_hash, built=True, local_only=True)
         else:
             if cloud is None:
                 from vertexdist.container.cloud import CloudBuildRunner

@@ -32,6 +32,7 @@ from vertexdist.wire.gcs_uri import is_gs_uri
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
     from vertexdist.backends.vertex import Submission, VertexBackend
+    from vertexdist.container.ensure import BuildPlan
     from vertexdist.emulator.folder import Endpoints
     from vertexdist.spec.models import JobTemplate
 
@@ -146,7 +147,24 @@ class SubmitSession:
 
         if dry_run:
             return plan_build(self.template).image_uri
+        if self.target.is_emulator:
+            return self._emulator_image(plan_build(self.template))
         return ensure_image(self.template, log=self._hooks.notice).image_uri
+
+    def _emulator_image(self, plan: BuildPlan) -> str:
+        """The emulator runs a job's image from this machine's Docker daemon: built there (on the local
+        stand-in base where the template's cannot be pulled), never pushed; without a daemon, not built,
+        and the emulator runs the pools on this host (vertexdist.local.runtime_containers)."""
+        from vertexdist.container.docker import DockerCliRunner, docker_daemon_answers
+        from vertexdist.local.docker_launcher import ensure_local_image
+
+        notice = self._hooks.notice
+        if not docker_daemon_answers():
+            notice(f"no Docker daemon answers: {plan.image_uri} is not built; the emulator runs the job here")
+            return plan.image_uri
+        if ensure_local_image(plan, DockerCliRunner(log=notice)):
+            notice(f"built {plan.image_uri} in the local Docker daemon, where the emulator runs it")
+        return plan.image_uri
 
     def _options(self, *, dry_run: bool) -> SubmitOptions:
         return SubmitOptions(image_uri=self._image(dry_run=dry_run), resume_from=self.resume_from)
@@ -321,9 +339,17 @@ def open_submission(
 
         check_procs_per_replica(template, emulator.procs_per_replica)
         if template.build is not None:
-            # No Docker here: like local-run, the emulator runs the same trainer as a Python package.
-            hooks.notice("emulator: `build` ignored; the trainer runs as a Python package")
-            template = template.model_copy(update={"build": None})
+            from vertexdist.container.docker import docker_daemon_answers
+
+            if docker_daemon_answers():
+                # Built into the local daemon (SubmitSession._emulator_image), where the emulator runs it.
+                hooks.notice("emulator: a Docker daemon answers, so the job runs the template's image in it")
+            else:
+                # Like local-run without --docker, the emulator runs the same trainer as a Python package.
+                hooks.notice(
+                    "emulator: no Docker daemon: `build` ignored; the trainer runs as a Python package"
+                )
+                template = template.model_copy(update={"build": None})
     resume = request.resume_from
     needs_emulator = not dry_run or (resume is not None and not is_gs_uri(resume))
     with ExitStack() as stack:
@@ -345,6 +371,9 @@ def open_submission(
             env = {**env, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
             hooks.notice(f"emulator: {emu.vertex_endpoint} (storage {emu.storage_endpoint})")
             hooks.notice(f"emulator: jobs, logs and outputs (gs:// paths) under {emu.data_dir}")
+            from vertexdist.local.runtime_containers import container_mode
+
+            hooks.notice(f"emulator: {container_mode()}")
         template, target = resolve_target(template, where, env, on_emulator=emulator is not None)
         resumed = None
         if resume is not None:

@@ -10,6 +10,7 @@ source tree.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +31,8 @@ from vertexdist.wire.job_spec import JobSpec, parse_job_spec
 FetchPackage = Callable[[str], Path]
 FetchObject = Callable[[str, Path], Path]
 InstallPackage = Callable[[Path, Path], Path]
+
+_log = logging.getLogger(__name__)
 
 
 def _default_install(sdist: Path, cache_dir: Path) -> Path:
@@ -153,10 +156,10 @@ def start_job(
     services = JobServices(env=dict(replica_env or {}))
 
     def prepare() -> LaunchPlan:
-        from vertexdist.local.runtime_containers import container_runtime, runs_in_runtime, runtime_request
+        from vertexdist.local.runtime_containers import runtime_for, runtime_request
 
         job = parse_job_spec(spec, require_command=False)
-        runtime = container_runtime() if runs_in_runtime(job) else None
+        runtime, host_mode = runtime_for(job)
         if runtime is not None:
             _stage_gcs_inputs(job, Path(ctx.gcs_root), fetch_object)
             request = runtime_request(job, ctx, Path(run_dir), runtime, max_restarts)
@@ -177,6 +180,8 @@ def start_job(
         requests.append(request)
         if any(r.kind == "container" for r in request.plan.replicas):
             request.plan = _isolate_containers(request, fetch_object, python)
+            if host_mode:
+                _log.info("%s: %s", ctx.job_id, host_mode)
         if serve_metadata:
             services.identity = identity_of(request)
         return _ready(request, install or _default_install, services)

@@ -3,11 +3,13 @@
 The same containers as `local-run --docker` (`docker_launcher.docker_job_plan`: a network per job, replicas
 by host name), with each pool's own image pulled unless present instead of built, and the job's Cloud
 Storage folder mounted at `/gcs` as well, where Vertex mounts every bucket. An image without a command runs
-its ENTRYPOINT, as on Vertex.
+its ENTRYPOINT, as on Vertex. Without a runtime, or with an image this machine cannot get, the pools run on
+this host as before (`isolated_container`); `container_mode` is the line the emulator starts with.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +37,60 @@ def runs_in_runtime(job: JobSpec) -> bool:
     )
 
 
+def job_images(job: JobSpec) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri))
+
+
+def image_available(image: str, runtime: str) -> bool:
+    """Whether the runtime has `image`, or can pull it now (a registry this machine reaches)."""
+    if docker_image_exists_locally(image, docker=runtime):
+        return True
+    try:
+        pulled = subprocess.run(
+            [runtime, "pull", "--quiet", image], capture_output=True, timeout=1800, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return pulled.returncode == 0
+
+
+def runtime_for(job: JobSpec) -> tuple[str | None, str]:
+    """The runtime that runs `job`'s container pools, or None and why they run on this host instead ("" for a
+    job that has no container pool to run in one). Every image must be in the runtime or pullable: an image
+    this machine cannot get runs its command on the host, as without a runtime."""
+    if not runs_in_runtime(job):
+        return None, ""
+    runtime = container_runtime()
+    if runtime is None:
+        return (
+            None,
+            "no Docker daemon (nor podman) answers, so the container pools run on this host, isolated",
+        )
+    missing = [image for image in job_images(job) if not image_available(image, runtime)]
+    if missing:
+        return None, (
+            f"{', '.join(missing)}: not in {runtime}'s images and cannot be pulled here, so the container "
+            "pools run on this host, isolated"
+        )
+    return runtime, ""
+
+
+def container_mode() -> str:
+    """What the emulator says when it starts: where its container jobs will run."""
+    runtime = container_runtime()
+    if runtime is None:
+        return "no Docker daemon (nor podman) answers: container jobs run on this host, isolated"
+    return f"container jobs run in {runtime}'s containers (an image it cannot get runs here, isolated)"
+
+
 def runtime_job_plan(
     job: JobSpec, ctx: JobContext, run_dir: Path, runtime: str, max_restarts: int = DEFAULT_MAX_RESTARTS
 ) -> DockerJobPlan:
-    """`docker_job_plan` of the pools' own images, `/gcs` mounted as there (pure)."""
+    """`docker_job_plan` of the pools' own images, `/gcs` mounted as there (pure).
+
+    A root caller runs them as root, since the mounted storage folder is private to its owner and an image's
+    own user (the repository's Dockerfile has uid 10001) could not write outputs into it; any other caller
+    keeps the image's own user, as on Vertex (`pip install --user` needs its HOME)."""
     image = next(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri)
     return docker_job_plan(
         job,
@@ -46,7 +98,8 @@ def runtime_job_plan(
         image_uri=image,
         run_dir=run_dir,
         max_restarts=max_restarts,
-        docker=runtime,  # and the image's own user, as on Vertex (`pip install --user` needs its HOME)
+        docker=runtime,
+        run_as="0:0" if os.geteuid() == 0 else None,
     )
 
 
@@ -85,6 +138,6 @@ def runtime_request(
 ) -> LocalRequest:
     """The LocalRequest that runs `job`'s pools as containers of their own images."""
     plan = runtime_job_plan(job, ctx, run_dir, runtime, max_restarts)
-    images = tuple(dict.fromkeys(p.image_uri for p in job.pools if p.kind == "container" and p.image_uri))
+    images = job_images(job)
     setup = PulledImages(plan, images, Path(ctx.gcs_root), runtime)
     return LocalRequest(job, ctx, plan.launch, docker=setup)
