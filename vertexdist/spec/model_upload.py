@@ -3,8 +3,8 @@ its job succeeds, as `CustomTrainingJob(model_serving_container_*=...).run(model
 parent_model=..., model_version_aliases=..., is_default_version=..., model_version_description=...)` asks
 for it (https://cloud.google.com/vertex-ai/docs/model-registry/versioning). Its rules (`RULES`) are what
 `validate` checks: the serving image (in Artifact Registry or Container Registry, never Docker Hub:
-https://cloud.google.com/vertex-ai/docs/predictions/use-custom-container), aliases, a parent model's name, and a trainer that writes nothing to
-AIP_MODEL_DIR (a warning: the model would be an empty folder).
+https://cloud.google.com/vertex-ai/docs/predictions/use-custom-container), aliases, a parent model's name,
+and a trainer that writes nothing to AIP_MODEL_DIR (a warning: the model would be an empty folder).
 """
 
 from __future__ import annotations
