@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from vertexdist.cli.models_view import model_lines, model_row, version_row
+from vertexdist.cli.models_view import model_lines, model_table, version_table
 from vertexdist.cli.targets import (
     EMULATOR_DATA_DIR,
     AsJson,
@@ -86,8 +86,8 @@ def list_models(
     if not found:
         typer.echo(f"no models in {parent}" + (f" matching {filter_text}" if filter_text else ""), err=True)
         return
-    for model in found:
-        typer.echo(model_row(model))
+    for line in model_table(found):
+        typer.echo(line)
 
 
 def describe(
@@ -134,8 +134,10 @@ def versions(
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
-    for version in found:
-        typer.echo(version_row(version))
+    if not found:
+        typer.echo(f"no versions of {ref}", err=True)
+    for line in version_table(found):
+        typer.echo(line)
 
 
 def download(

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vertexdist.errors import UsageError
+from vertexdist.errors import NotFoundError
 from vertexdist.jobs.find import job_backend, local_job, project_backend
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def _emulator_job_name(job: str, folder: Path, place: JobPlace) -> str:
         return job.strip()
     found = job_name(folder, job.strip())
     if found is None:
-        raise UsageError(
+        raise NotFoundError(
             f"no job {job.strip()} in the emulator's folder {folder}",
             hint=f"its jobs: vertexdist list{place.flags}",
         )
