@@ -14,6 +14,7 @@ own files name the job. A printed command that should come back to the same plac
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -83,6 +84,13 @@ def _reach(place: JobPlace, env: Mapping[str, str]) -> Iterator[tuple[JobPlace, 
         return
     from vertexdist.emulator import Emulator
 
+    # A few seconds pass before the command's answer: say why, and how to spare them next time.
+    print(
+        f"starting an emulator over {folder} for this command (a few seconds; `vertexdist emulator start`"
+        " keeps one up for every command)",
+        file=sys.stderr,
+        flush=True,
+    )
     with Emulator(data_dir=folder) as emu:
         reached = replace(place, endpoint=emu.vertex_endpoint, transport="rest")
         yield reached, {**env, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
