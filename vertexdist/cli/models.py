@@ -56,10 +56,15 @@ def _place(
     emulator_data_dir: Path,
     ref: str | None = None,
 ) -> JobPlace:
+    import os
+
     from vertexdist.cli.jobs import place
     from vertexdist.jobs.models import place_of
+    from vertexdist.jobs.registry_place import model_places
 
-    return place_of(ref, place(project, location, endpoint, transport, emulator, emulator_data_dir))
+    at = place_of(ref, place(project, location, endpoint, transport, emulator, emulator_data_dir))
+    # --emulator with no project: the model's project in the emulator's folder (one place for one model)
+    return model_places(at, os.environ, ref or "")[0] if ref is not None else at
 
 
 def list_models(
@@ -74,12 +79,17 @@ def list_models(
     emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
     as_json: AsJson = False,
 ) -> None:
-    """List the models of a project and location (each as its default version)."""
-    from vertexdist.jobs.models import open_models
+    """List the models of a project and location (each as its default version); with --emulator and no
+    project, of every project the emulator's folder holds models or jobs in."""
+    import os
 
-    with open_models(_place(project, location, endpoint, transport, emulator, emulator_data_dir)) as models:
-        found = models.list_models(filter_text)
-        parent = models.target.parent
+    from vertexdist.jobs.models import open_models_at
+    from vertexdist.jobs.registry_place import model_places
+
+    at = _place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    with open_models_at(model_places(at, os.environ, None)) as readers:
+        found = [model for models in readers for model in models.list_models(filter_text)]
+        parent = ", ".join(models.target.parent for models in readers)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return

@@ -193,3 +193,24 @@ def open_project(
             reached_env,
             no_project_hint=no_project_hint,
         )
+
+
+@contextmanager
+def open_places(
+    places: list[JobPlace], env: Mapping[str, str] = os.environ, *, no_project_hint: str | None = None
+) -> Iterator[list[VertexBackend]]:
+    """The backends of several projects and locations of one place (one emulator reached, or started, for
+    them all), usable until the `with` ends: what `models list` and `experiments` call over the projects
+    of the emulator's folder (`jobs.registry_place`)."""
+    with reach(places[0], env) as (reached, reached_env):
+        yield [
+            project_backend(
+                place.project,
+                place.location,
+                reached.endpoint,
+                reached.transport,
+                reached_env,
+                no_project_hint=no_project_hint,
+            )
+            for place in places
+        ]
