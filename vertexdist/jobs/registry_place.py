@@ -5,7 +5,7 @@ job's project there (`jobs.where`). The shipped templates use `vertexdist-demo`,
 
 - a model named by its bare id: the project and location of `resources/models/ID.json`;
 - an experiment by its name: every place whose metadata store holds that context (files named by the
-  SHA-256 of the full name, `emulator.experiment_store`);
+  SHA-256 of the full name, `emulator.vertex.experiment_store`);
 - a list: every place the folder holds models, experiments or jobs in.
 Where the folder knows none, the emulator's own project (`LOCAL_PROJECT`, us-central1).
 """
