@@ -142,7 +142,9 @@ def test_a_stacks_request_is_answered_with_every_thread(tmp_path: Path) -> None:
     assert "Thread MainThread" in text and "test_a_stacks_request_is_answered_with_every_thread" in text
 
 
-def test_slow_and_hang_faults_act_on_the_matching_rank_only(tmp_path: Path) -> None:
+def test_slow_and_hang_faults_act_on_the_matching_rank_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     faults = [
         {"kind": "slow", "replica": "workerpool1-0", "local_rank": 1, "delay": 0.2},
         {"kind": "hang", "replica": "workerpool1-0", "local_rank": 1, "after_step": 2, "after": None},
@@ -161,6 +163,9 @@ def test_slow_and_hang_faults_act_on_the_matching_rank_only(tmp_path: Path) -> N
     )  # blocked after its 2nd step, as a read that never returns
     frames = health._frames(__import__("sys")._current_frames()[thread.ident])
     assert health.classify(frames)["state"] == "loading"
+    # Issue 42, item 13: the plan's step (after 2 steps) and the verdict's (the step it is in, 3) read apart;
+    # the line says both.
+    assert "rank 3 blocks after step 2, in step 3" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -267,7 +267,9 @@ class Watcher:
         """A fault plan's `hang`: this rank blocks here, as if its data read never returned."""
         from . import say
 
-        say(f"rank {self.rank} blocks at step {self.steps} (a fault plan's hang)")
+        # The plan counts the steps made; a verdict names the step a rank is in, one more: say both.
+        made = self.steps
+        say(f"rank {self.rank} blocks after step {made}, in step {made + 1} (a fault plan's hang)")
         threading.Event().wait()
 
     def _hook(self, _optimizer: object, _args: object, _kwargs: object) -> None:
