@@ -46,6 +46,11 @@ class UsageError(VertexdistError):
     exit_code = 2
 
 
+class NotFoundError(VertexdistError):
+    """What the command names is not there: a job id no folder or service holds (exit 1, as a 404 from
+    Vertex exits; the command line itself was fine)."""
+
+
 @dataclass
 class TemplateError(VertexdistError):
     """A template (or several) could not be loaded or failed validation."""

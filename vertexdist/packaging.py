@@ -33,6 +33,7 @@ from typing import Protocol
 from vertexdist.container.ignore import VENV_MARKER, always_excluded_dir, always_excluded_file
 from vertexdist.errors import VertexdistError
 from vertexdist.shipped import LAUNCHER_DIR, LAUNCHER_PACKAGE
+from vertexdist.shipped.vertexdist_launcher.health import SOURCE_FILE
 
 SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"
 DEFAULT_VERSION = "0.1"
@@ -193,7 +194,12 @@ def _sdist_members(trainer: TrainerSource) -> tuple[str, list[tuple[str, bytes]]
         if not script.is_file():
             raise PackagingError(f"{script}: trainer script not found", hint="check trainer.script")
         dist_name = SCRIPT_PACKAGE
-        files = [(f"{SCRIPT_PACKAGE}/__init__.py", b""), (f"{SCRIPT_PACKAGE}/task.py", script.read_bytes())]
+        files = [
+            (f"{SCRIPT_PACKAGE}/__init__.py", b""),
+            (f"{SCRIPT_PACKAGE}/task.py", script.read_bytes()),
+            # the user's own file name, by which the health watcher names its frames (not task.py)
+            (f"{SCRIPT_PACKAGE}/{SOURCE_FILE}", script.name.encode()),
+        ]
     else:
         raise PackagingError("the trainer has neither a package nor a script", hint="set trainer.package")
     if dist_name == LAUNCHER_PACKAGE:

@@ -73,3 +73,42 @@ def test_a_failing_reader_is_a_problem_and_bad_names_make_no_call(tmp_path: Path
         assert registry.experiment(where, name) is None
     assert reader.calls == 1
     assert Registry(tmp_path).models()["problem"].startswith("no Vertex or emulator target")
+
+
+class Project:
+    """One project's models and experiments, as a reader over one target gives them."""
+
+    def __init__(self, parent: str, experiments: dict[str, list[str]]) -> None:
+        self.parent, self._experiments = parent, experiments
+
+    def list_models(self, filter_text: str = "") -> list[dict[str, Any]]:
+        return [{"name": f"{self.parent}/models/1", "displayName": self.parent, "versionId": "1"}]
+
+    def versions(self, ref: str) -> list[dict[str, Any]]:
+        assert ref.startswith(self.parent + "/"), ref  # asked of the project that holds it
+        return [{"versionId": "1", "versionAliases": ["default"]}]
+
+    def names(self) -> list[str]:
+        return sorted(self._experiments)
+
+    def runs(self, experiment: str) -> list[dict[str, Any]]:
+        return [{"run_name": r, "state": "COMPLETE"} for r in self._experiments[experiment]]
+
+    def time_series(self, experiment: str, run: str) -> dict[str, list[list[float]]]:
+        assert run in self._experiments[experiment]
+        return {}
+
+
+def test_the_pages_read_every_project_the_emulator_holds(tmp_path: Path) -> None:
+    # Issue 42, item 2: the pages read only vertexdist-local; the shipped templates use vertexdist-demo.
+    from vertexdist.console.registry import EveryExperiment, EveryModel
+
+    local = Project("projects/vertexdist-local/locations/us-central1", {})
+    demo = Project("projects/vertexdist-demo/locations/us-central1", {"lr-sweep": ["run-a", "run-b"]})
+    registry = Registry(tmp_path, EveryModel([local, demo]), EveryExperiment([local, demo]))
+    models = registry.models()["models"]
+    assert [m["displayName"] for m in models] == [local.parent, demo.parent]
+    assert all(len(m["versions"]) == 1 for m in models)
+    assert registry.experiments()["experiments"] == [{"name": "lr-sweep", "where": "remote"}]
+    found = registry.experiment("remote", "lr-sweep")
+    assert found is not None and [r["run"] for r in found["runs"]] == ["run-a", "run-b"]

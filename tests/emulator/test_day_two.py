@@ -105,7 +105,7 @@ def test_without_a_project_the_hints_are_commands_that_work(offline: None, cli: 
         assert "--emulator" in hint and "--project" in hint
     # ... and the option it names is there: the emulator's folder has no job 123, and says so.
     code, _, err = cli("trials", "123", "--emulator")
-    assert code == 2 and "no job 123 in the emulator's folder" in err, err
+    assert code == 1 and "no job 123 in the emulator's folder" in err, err  # not there: 1, as a 404
     assert "hint: its jobs: vertexdist list --emulator" in err
     code, _, err = cli("list", "--emulator")
     assert code == 0 and "no jobs in the emulator's folder" in err

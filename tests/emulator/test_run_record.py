@@ -57,6 +57,8 @@ def test_submit_keeps_a_record_and_rerun_sends_the_same_request(
     assert code == 0, err
     second = out.splitlines()[0]
     assert second != first and "put back from the record" in err
+    # Issue 42, item 9: the wait for the rerun said nothing; each state it reaches is said as it comes.
+    assert f"job SUCCEEDED: {second}" in err, err
     again = storage.Client(project="test-proj").bucket(bucket).blob(blob).download_as_bytes()
     assert again == data
 

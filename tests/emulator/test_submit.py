@@ -286,8 +286,12 @@ def test_submit_emulator_runs_in_process_without_any_setup(
     assert (data / "resources" / "trainingPipelines").is_dir()
     assert out.splitlines()[0].startswith("projects/test-proj/locations/us-central1/trainingPipelines/")
     assert "[workerpool0-0] job " in out
+    # Issue 42, item 8: the same request again is a duplicate here too, as with a shared emulator (the
+    # folder keeps the first job); without a terminal it is refused, --yes submits it.
     code, out, err = cli("submit", str(path), "--emulator", "--emulator-data-dir", str(data))
-    assert code == 0, err  # no duplicate question for an in-process emulator
+    assert code != 0 and "the same request was submitted 1 time(s)" in err, err
+    code, out, err = cli("submit", str(path), "--emulator", "--emulator-data-dir", str(data), "--yes")
+    assert code == 0, err
     assert "STORAGE_EMULATOR_HOST" not in __import__("os").environ
     code, _, err = cli("submit", str(path), "--emulator", "--detach")
     assert code == 2 and "--emulator" in err
@@ -324,6 +328,40 @@ def test_ctrl_c_while_following_an_in_process_emulator_job_cancels_it(
     assert "Ctrl-C: job cancelled (CANCELLED)" in err and "Traceback" not in err
     code, out, err = cli("status", name, "--emulator", "--emulator-data-dir", str(data), "--json")
     assert json.loads(out)["state"] == "CANCELLED", (code, out, err)
+
+
+def test_ctrl_c_while_following_a_job_of_a_running_emulator_says_it_runs_on(
+    emu: Emulator, cli: Any, write_template: Any
+) -> None:
+    # Issue 42, item 7: against a running emulator (not one started for the command) Ctrl-C exited 130 with
+    # not a word, and the job ran on.
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    emu.service.hold_get_s = 0  # the follower's polls answer at once
+    path = write_template("import time\nprint('started', flush=True)\ntime.sleep(60)\n", name="ctrl-c-served")
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "vertexdist", "submit", str(path), "--follow", "--yes"],
+        env={**os.environ, "NO_GCE_CHECK": "true"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
+    )  # fmt: skip
+    name = ""
+    try:
+        assert follower.stdout is not None
+        name = follower.stdout.readline().strip()
+        while "started" not in follower.stdout.readline():
+            pass
+        follower.send_signal(signal.SIGINT)
+        _, err = follower.communicate(timeout=60)
+    finally:
+        follower.kill()
+        if name:
+            cli("cancel", name)
+    assert follower.returncode == 130, err
+    assert "stopped following; the job keeps running" in err and f"vertexdist cancel {name}" in err, err
+    assert "Traceback" not in err
 
 
 def test_build_templates_dry_run_their_image_and_run_as_a_package_on_the_emulator(

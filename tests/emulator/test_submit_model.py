@@ -62,7 +62,11 @@ def test_submit_twice_makes_one_model_with_versions_1_and_2(
     ident = model_name.rsplit("/", 1)[1]
     code, out, err = cli("models", "versions", model_name)
     assert code == 0, err
-    assert [line.split()[:2] for line in out.splitlines()] == [["1", "-"], ["2", "default,candidate"]]
+    assert [line.split()[:2] for line in out.splitlines()] == [
+        ["VERSION", "ALIASES"],
+        ["1", "-"],
+        ["2", "default,candidate"],
+    ]
     code, out, err = cli("models", "describe", f"{ident}@1", "--project", "test-proj", "--json")
     assert code == 0, err
     assert json.loads(out)["artifactUri"] == f"{output}/model"
@@ -71,9 +75,25 @@ def test_submit_twice_makes_one_model_with_versions_1_and_2(
     assert out.splitlines()[0] == f"{model_name}@2" and f"made by:      {pipeline2}" in out
     code, out, err = cli("models", "list", "--project", "test-proj", "--filter", f"model={ident}")
     assert code == 0, err
-    assert out.split()[:4] == [ident, "chapter", "v2", "default,candidate"]
+    assert out.splitlines()[1].split()[:4] == [ident, "chapter", "v2", "default,candidate"]
     code, _, err = cli("models", "download", f"{model_name}@1", "--to", str(tmp_path / "v1"))
     assert code == 0, err
     assert (tmp_path / "v1" / "weights.txt").read_text() == "w"
     code, _, err = cli("models", "describe", f"{model_name}@nope")
     assert code == 1 and "nope" in err
+
+
+def test_a_trainer_that_saves_nothing_fails_the_pipeline_and_registers_no_model(
+    emu: Emulator, cli: Any, write_template: Any
+) -> None:
+    # Issue 42, item 6: local-run refused the empty model folder, the emulator registered an empty model.
+    saves_nothing = write_template(
+        "print('trained, saved nothing')\n", name="saves-nothing", extra=_model_section()
+    )
+    code, out, err = cli("submit", str(saves_nothing), "--follow")
+    assert code == 1, err
+    pipeline = emu.store.get(out.splitlines()[0])
+    assert pipeline["state"] == "PIPELINE_STATE_FAILED"
+    message = pipeline["error"]["message"]
+    assert "wrote nothing to its model folder" in message and "AIP_MODEL_DIR" in message, message
+    assert "modelToUpload" not in pipeline or "versionId" not in pipeline["modelToUpload"]

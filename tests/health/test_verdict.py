@@ -124,6 +124,9 @@ def test_the_shipped_watcher_and_vertexdist_agree_on_names() -> None:
     assert watcher.CONFIG_VARIABLE == spec_health.CONFIG_VARIABLE
     assert watcher.DEFAULT_HANG_TIMEOUT_S == spec_health.DEFAULT_HANG_TIMEOUT_S
     assert watcher.DEFAULT_STRAGGLER_RATIO == spec_health.DEFAULT_STRAGGLER_RATIO
+    from vertexdist.health.verdict import WINDOW_STEPS
+
+    assert watcher.WINDOW == WINDOW_STEPS
     for name in ("BEATS_DIR", "STACKS_DIR", "VERDICT_FILE", "REQUEST_PREFIX"):
         assert getattr(watcher, name) == getattr(folder, name)
 
@@ -165,3 +168,40 @@ def test_the_rank_a_verdict_names_is_read_back_from_its_line() -> None:
     assert named_rank("hung: no progress for 9s; rank 1 is in fetch_shard") == 1
     assert named_rank("hung: no progress for 9s; ranks 0-3 wait in all_reduce") is None
     assert named_rank(None) is None
+
+
+def test_a_sample_or_two_of_noise_in_a_short_window_is_no_straggler() -> None:
+    # The watcher samples every 0.1 s: at step 5 (a window of 4 steps) one stray 'computing' sample is
+    # 0.025 s of own time per step, 2.5x the floor. Issue 42: rank 0 was flagged so beside a hung rank.
+    idle = [beat(r, own_step_s=0.0, step=5) for r in (1, 2, 3)]
+    assert stragglers([beat(0, own_step_s=0.0253, step=5), *idle], 1.5) == []
+    assert stragglers([beat(0, own_step_s=0.05, step=5), *idle], 1.5) == []  # 2 samples in 4 steps
+    # The same shares held over a full window are real time: 20 steps of 0.05 s extra is 1 s.
+    assert [s.rank for s in stragglers([beat(0, own_step_s=0.05, step=21), *idle], 1.5)] == [0]
+
+
+def test_a_slowed_rank_is_flagged_within_20_steps() -> None:
+    # A fault plan's `slow` of 0.1 s a step (its own time; the others wait for it), as each step ends.
+    flagged_at = None
+    for step in range(1, 21):
+        beats = [beat(r, own_step_s=0.005, step=step) for r in (0, 2, 3)]
+        beats.append(beat(1, own_step_s=0.105, step=step, state="computing"))
+        if stragglers(beats, 1.5):
+            flagged_at = step
+            break
+    assert flagged_at is not None and flagged_at <= 10
+
+
+def test_the_straggler_line_says_what_the_ratio_measures_and_where_the_rank_is_now() -> None:
+    from vertexdist.health.verdict import straggler_line
+
+    beats = [beat(r, own_step_s=0.01, step=10) for r in (0, 2, 3)]
+    slow = beat(1, own_step_s=0.068, step=10, state="waiting", where="train (train.py:41)")
+    (found,) = stragglers([*beats, slow], 1.5)
+    line = straggler_line(found, slow)
+    assert line == (
+        "warning: straggler: rank 1 (workerpool0-0, local rank 1) at step 10: its own step time (the step"
+        " less its waits in collectives) is 6.8x the other ranks' median, over its last 9 steps; now"
+        " waiting in train (train.py:41)"
+    )
+    assert "extra time" not in line

@@ -38,6 +38,44 @@ def test_frames_read_as_waiting_loading_or_computing_with_the_users_frame() -> N
     assert health.classify([user, (AUTOGRAD, 9, "backward")], distributed=False)["state"] == "computing"
 
 
+def test_the_packaged_copy_of_a_script_is_named_by_the_users_own_file(tmp_path: Path) -> None:
+    # A script ships as aiplatform_custom_trainer_script/task.py (the SDK's layout); the user wrote train.py.
+    package = tmp_path / "site-packages" / health.SCRIPT_PACKAGE
+    package.mkdir(parents=True)
+    task = package / "task.py"
+    task.write_text("def fetch_shard():\n    return 1\n")
+    (package / health.SOURCE_FILE).write_text("train.py")
+    found = health.classify([(str(task), 2, "fetch_shard")])
+    assert (found["where"], found["at"]) == ("fetch_shard (train.py:2)", "train.py:2")
+    # a package's own task.py, and a script package without the name (an older sdist), keep their names
+    assert health.shown_name("/job/mytrainer/task.py") == "task.py"
+    (package / health.SOURCE_FILE).unlink()
+    assert health.shown_name(str(tmp_path / "other" / health.SCRIPT_PACKAGE / "task.py")) == "task.py"
+
+
+def test_stacks_name_the_users_file_and_start_with_the_main_thread(tmp_path: Path) -> None:
+    package = tmp_path / health.SCRIPT_PACKAGE
+    package.mkdir()
+    (package / health.SOURCE_FILE).write_text("train.py")
+    task = package / "task.py"
+    task.write_text("import threading\n\ndef block(event):\n    event.wait()\n")
+    code = compile(task.read_text(), str(task), "exec")
+    scope: dict[str, Any] = {}
+    exec(code, scope)
+    event = threading.Event()
+    thread = threading.Thread(target=scope["block"], args=(event,), name="user-thread", daemon=True)
+    thread.start()
+    try:
+        assert _wait(lambda: "user-thread" in health.all_stacks())
+        text = health.all_stacks()
+    finally:
+        event.set()
+        thread.join()
+    assert 'File "train.py", line 4, in block' in text, text
+    assert str(task) not in text
+    assert text.startswith("Thread MainThread "), text[:200]
+
+
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {
         health.DIR_VARIABLE: str(tmp_path),
@@ -104,7 +142,9 @@ def test_a_stacks_request_is_answered_with_every_thread(tmp_path: Path) -> None:
     assert "Thread MainThread" in text and "test_a_stacks_request_is_answered_with_every_thread" in text
 
 
-def test_slow_and_hang_faults_act_on_the_matching_rank_only(tmp_path: Path) -> None:
+def test_slow_and_hang_faults_act_on_the_matching_rank_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     faults = [
         {"kind": "slow", "replica": "workerpool1-0", "local_rank": 1, "delay": 0.2},
         {"kind": "hang", "replica": "workerpool1-0", "local_rank": 1, "after_step": 2, "after": None},
@@ -123,6 +163,9 @@ def test_slow_and_hang_faults_act_on_the_matching_rank_only(tmp_path: Path) -> N
     )  # blocked after its 2nd step, as a read that never returns
     frames = health._frames(__import__("sys")._current_frames()[thread.ident])
     assert health.classify(frames)["state"] == "loading"
+    # Issue 42, item 13: the plan's step (after 2 steps) and the verdict's (the step it is in, 3) read apart;
+    # the line says both.
+    assert "rank 3 blocks after step 2, in step 3" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

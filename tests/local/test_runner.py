@@ -296,3 +296,21 @@ def test_a_killed_worker_is_blamed_not_the_chief_that_lost_its_connection(
     assert not any("Connection closed by peer" in line for line in lines), lines
     assert lines[-1] == "failed after it: workerpool0-0"
     kit.assert_no_orphans(kit.records(record_dir), [r.pid for r in result.replicas])
+
+
+def test_a_script_that_fails_at_import_is_not_restarted_and_its_error_says_why(
+    replica_start: Any, tmp_path: Path, kit: Any
+) -> None:
+    # Issue 42: a missing module burned every job restart, and the error hid the ModuleNotFoundError.
+    import sys
+
+    script = tmp_path / "bad_import.py"
+    script.write_text("import os\nimport nosuchmod_vertexdist\n")
+    pool = kit.container_pool(1, [])
+    pool["containerSpec"]["command"] = [sys.executable, str(script)]
+    spec = {"workerPoolSpecs": [pool], "scheduling": {"restartJobOnWorkerRestart": True}}
+    result = _start(replica_start, spec, tmp_path / "run", max_restarts=3).wait(60)
+    assert result.state is JobState.FAILED and result.restarts == 0
+    assert "ModuleNotFoundError: No module named 'nosuchmod_vertexdist' (bad_import.py, line 2)" in (
+        result.error.message
+    ), result.error.message

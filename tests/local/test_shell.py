@@ -259,3 +259,13 @@ def test_web_access_reads_the_custom_job_and_a_pipelines_backing_job() -> None:
     assert asked == [custom, custom]
     pipeline.backing_job = None  # not started yet: no custom job to read
     assert shell.web_access(backend, "projects/p/locations/l/trainingPipelines/3") == ({}, True)
+
+
+def test_the_hint_for_an_ended_emulator_job_keeps_emulator(tmp_path: Path) -> None:
+    from vertexdist.cli.shell import _local_shell
+    from vertexdist.errors import UsageError
+
+    (tmp_path / "ranks").mkdir()  # the job's health folder, no live replica in it: the job has ended
+    with pytest.raises(UsageError) as raised:
+        _local_shell(tmp_path, "1234", "workerpool0-0", None, " --emulator")
+    assert raised.value.hint == "see its replicas: vertexdist status 1234 --emulator"

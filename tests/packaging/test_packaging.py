@@ -20,6 +20,8 @@ from vertexdist.packaging import (
     package_uri,
 )
 from vertexdist.shipped import LAUNCHER_DIR
+from vertexdist.shipped.vertexdist_launcher import health
+from vertexdist.shipped.vertexdist_launcher.health import SOURCE_FILE
 
 
 @dataclass
@@ -78,6 +80,10 @@ def test_a_script_is_packaged_like_the_sdk_does(tmp_path: Path) -> None:
     assert built.dist_name == SCRIPT_PACKAGE
     with tarfile.open(built.path) as tar:
         assert f"{SCRIPT_PACKAGE}-0.1/{SCRIPT_PACKAGE}/task.py" in tar.getnames()
+        # the user's own file name, for the health watcher to name its frames by (train.py, not task.py)
+        source = tar.extractfile(f"{SCRIPT_PACKAGE}-0.1/{SCRIPT_PACKAGE}/{SOURCE_FILE}")
+        assert source is not None and source.read() == b"train.py"
+    assert health.SCRIPT_PACKAGE == SCRIPT_PACKAGE
 
 
 @pytest.mark.parametrize("kind", ["package", "script"])

@@ -60,3 +60,12 @@ def test_render_names_the_experiment_and_run_contexts(tmp_path: Path) -> None:
     unnamed = render_job_spec(load_template(_write(tmp_path, "experiment:\n  name: lr-sweep\n")))
     assert unnamed["experiment"] == f"{contexts}/lr-sweep" and "experimentRun" not in unnamed
     assert "experiment" not in render_job_spec(load_template(_write(tmp_path, "")))
+
+
+def test_an_experiment_written_as_its_name_alone_is_that_experiment(tmp_path: Path) -> None:
+    # Issue 42: `experiment: lr-sweep` got the field's description back instead of being taken.
+    template = load_template(_write(tmp_path, "experiment: lr-sweep\n"))
+    assert template.experiment is not None
+    assert (template.experiment.name, template.experiment.experiment_run) == ("lr-sweep", None)
+    (error,) = _errors(_write(tmp_path, "experiment: LR_Sweep\n"))
+    assert error.startswith("4:experiment") and "lowercase letters, digits and hyphens" in error, error

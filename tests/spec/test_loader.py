@@ -403,3 +403,18 @@ def test_a_model_too_big_for_every_strategy_warns_on_its_line(write_template: Wr
     [problem] = problems
     assert (problem.severity, problem.path) == ("warning", "model_params")
     assert problem.message.startswith("no strategy fits: DDP needs 480 GB per GPU, an A100 40GB has 40")
+
+
+def test_a_mistyped_template_name_gets_the_close_ones_in_its_folder(tmp_path: Path) -> None:
+    # Issue 42: `vertexdist validate job_templates/cpu-smal.yaml` said only that there is no such file.
+    for name in ("cpu-small.yaml", "a2-4g-x2.yaml", "notes.txt"):
+        (tmp_path / name).write_text("")
+    with pytest.raises(UsageError) as raised:
+        load_template(tmp_path / "cpu-smal.yaml")
+    assert raised.value.hint == f"did you mean {str(tmp_path / 'cpu-small.yaml')!r}?"
+    with pytest.raises(UsageError) as raised:
+        template_files([str(tmp_path / "cpu_small.yml")])
+    assert raised.value.hint is not None and "cpu-small.yaml" in raised.value.hint
+    with pytest.raises(UsageError) as raised:
+        load_template(tmp_path / "nothing-like-it.yaml")
+    assert raised.value.hint == "pass the path of a .yaml template"

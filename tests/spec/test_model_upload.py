@@ -111,6 +111,11 @@ def test_the_request_parses_into_the_sdk_request_with_its_model() -> None:
         ("us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest", "training image"),
         ("us-docker.pkg.dev/vertex-ai/prediction/Bad Name", "not a Vertex prebuilt prediction image"),
         ("Not An Image!", "not an image reference"),
+        # Vertex pulls serving images from Artifact Registry or Container Registry, not Docker Hub (issue 42)
+        ("pytorch/torchserve:0.12.0-cpu", "Docker Hub"),
+        ("nginx", "Docker Hub"),
+        ("docker.io/library/nginx:1.27", "Docker Hub"),
+        ("localhost:5000/server:1", None),
     ],
 )
 def test_serving_image(uri: str, problem: str | None) -> None:

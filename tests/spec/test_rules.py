@@ -407,3 +407,15 @@ def test_no_strategy_fitting_warns_on_model_params() -> None:
 def test_no_gpu_memory_no_verdict() -> None:
     assert findings(model_params="30B", machine_type="n1-standard-4", accelerator_type=None,
                     accelerator_count=0) == []  # fmt: skip
+
+
+def test_a_hang_timeout_past_the_jobs_timeout_or_absurdly_short_is_a_warning() -> None:
+    longer = only("warning", timeout="1h", health={"hang_timeout": "2h"})
+    assert [(path, "timeout" in message) for path, message, _ in longer] == [("health.hang_timeout", True)]
+    assert "2h" in longer[0][1] and "1h" in longer[0][1]
+    short = only("warning", health={"hang_timeout": "5s"})
+    assert [path for path, _, _ in short] == ["health.hang_timeout"]
+    assert "5s" in short[0][1]
+    assert only("warning", timeout="2h", health={"hang_timeout": "30m"}) == []
+    assert only("warning", timeout="10m", health={"hang_timeout": "never"}) == []
+    assert only("warning", timeout="10m") == []  # the default hang_timeout, never written: no word

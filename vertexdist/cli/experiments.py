@@ -8,6 +8,7 @@ records under the runs folder. The table is `experiments_view`'s. Exit codes: 0 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -80,10 +81,12 @@ def list_experiments(
 
         names, where = local_experiments(runs_dir), str(runs_dir)
     else:
-        from vertexdist.jobs.experiments import open_experiments
+        from vertexdist.jobs.experiments import open_experiments_at
+        from vertexdist.jobs.registry_place import experiment_places
 
-        with open_experiments(place) as experiments:
-            names, where = experiments.names(), experiments.target.parent
+        with open_experiments_at(experiment_places(place, os.environ, None)) as readers:
+            names = sorted({name for experiments in readers for name in experiments.names()})
+            where = ", ".join(experiments.target.parent for experiments in readers)
     if as_json:
         typer.echo(json.dumps({"experiments": names}, indent=2))
         return
@@ -115,10 +118,11 @@ def runs(
 
         found = local_runs(runs_dir, experiment)
     else:
-        from vertexdist.jobs.experiments import open_experiments
+        from vertexdist.jobs.experiments import open_experiments_at
+        from vertexdist.jobs.registry_place import experiment_places
 
-        with open_experiments(place) as experiments:
-            found = experiments.runs(experiment)
+        with open_experiments_at(experiment_places(place, os.environ, experiment)) as readers:
+            found = [run for experiments in readers for run in experiments.runs(experiment)]
     if as_json:
         shown = [{k: v for k, v in run.items() if k != "time_series"} for run in found]
         typer.echo(json.dumps({"experiment": experiment, "runs": shown}, indent=2))

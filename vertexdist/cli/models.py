@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from vertexdist.cli.models_view import model_lines, model_row, version_row
+from vertexdist.cli.models_view import model_lines, model_table, version_table
 from vertexdist.cli.targets import (
     EMULATOR_DATA_DIR,
     AsJson,
@@ -56,10 +56,15 @@ def _place(
     emulator_data_dir: Path,
     ref: str | None = None,
 ) -> JobPlace:
+    import os
+
     from vertexdist.cli.jobs import place
     from vertexdist.jobs.models import place_of
+    from vertexdist.jobs.registry_place import model_places
 
-    return place_of(ref, place(project, location, endpoint, transport, emulator, emulator_data_dir))
+    at = place_of(ref, place(project, location, endpoint, transport, emulator, emulator_data_dir))
+    # --emulator with no project: the model's project in the emulator's folder (one place for one model)
+    return model_places(at, os.environ, ref or "")[0] if ref is not None else at
 
 
 def list_models(
@@ -74,20 +79,25 @@ def list_models(
     emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
     as_json: AsJson = False,
 ) -> None:
-    """List the models of a project and location (each as its default version)."""
-    from vertexdist.jobs.models import open_models
+    """List the models of a project and location (each as its default version); with --emulator and no
+    project, of every project the emulator's folder holds models or jobs in."""
+    import os
 
-    with open_models(_place(project, location, endpoint, transport, emulator, emulator_data_dir)) as models:
-        found = models.list_models(filter_text)
-        parent = models.target.parent
+    from vertexdist.jobs.models import open_models_at
+    from vertexdist.jobs.registry_place import model_places
+
+    at = _place(project, location, endpoint, transport, emulator, emulator_data_dir)
+    with open_models_at(model_places(at, os.environ, None)) as readers:
+        found = [model for models in readers for model in models.list_models(filter_text)]
+        parent = ", ".join(models.target.parent for models in readers)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
     if not found:
         typer.echo(f"no models in {parent}" + (f" matching {filter_text}" if filter_text else ""), err=True)
         return
-    for model in found:
-        typer.echo(model_row(model))
+    for line in model_table(found):
+        typer.echo(line)
 
 
 def describe(
@@ -134,8 +144,10 @@ def versions(
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
-    for version in found:
-        typer.echo(version_row(version))
+    if not found:
+        typer.echo(f"no versions of {ref}", err=True)
+    for line in version_table(found):
+        typer.echo(line)
 
 
 def download(

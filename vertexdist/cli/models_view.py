@@ -12,21 +12,52 @@ def _aliases(model: dict[str, Any]) -> str:
     return ",".join(str(a) for a in aliases) if isinstance(aliases, list) and aliases else "-"
 
 
-def model_row(model: dict[str, Any]) -> str:
-    """`ID  DISPLAY NAME  vVERSION  ALIASES  CREATED`: a listed model (its default version)."""
+MODEL_HEADER = ("ID", "DISPLAY NAME", "VERSION", "ALIASES", "CREATED")
+VERSION_HEADER = ("VERSION", "ALIASES", "CREATED", "ARTIFACTS")
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """The header over the rows, each column as wide as its widest cell; none without rows."""
+    if not rows:
+        return []
+    cells = [header, *rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header) - 1)]
+    return [
+        "  ".join([*(text.ljust(width) for text, width in zip(row, widths, strict=False)), row[-1]])
+        for row in cells
+    ]
+
+
+def model_row(model: dict[str, Any]) -> tuple[str, ...]:
+    """A listed model (its default version), in MODEL_HEADER's columns."""
     ident = str(model.get("name", "")).rsplit("/", 1)[-1]
-    return cell(
-        f"{ident}  {model.get('displayName', '')}  v{model.get('versionId', '?')}  {_aliases(model)}"
-        f"  {model.get('createTime', '')}"
+    return (
+        cell(ident),
+        cell(str(model.get("displayName", ""))),
+        cell(f"v{model.get('versionId', '?')}"),
+        cell(_aliases(model)),
+        cell(str(model.get("createTime", ""))),
     )
 
 
-def version_row(model: dict[str, Any]) -> str:
-    """`VERSION  ALIASES  CREATED  ARTIFACTS`: one version of a model."""
-    return cell(
-        f"{model.get('versionId', '?')}  {_aliases(model)}  {model.get('versionCreateTime', '')}"
-        f"  {model.get('artifactUri', '-')}"
+def model_table(models: list[dict[str, Any]]) -> list[str]:
+    """`vertexdist models list`: a header, then a line per model."""
+    return _table(MODEL_HEADER, [model_row(m) for m in models])
+
+
+def version_row(model: dict[str, Any]) -> tuple[str, ...]:
+    """One version of a model, in VERSION_HEADER's columns."""
+    return (
+        cell(str(model.get("versionId", "?"))),
+        cell(_aliases(model)),
+        cell(str(model.get("versionCreateTime", ""))),
+        cell(str(model.get("artifactUri", "-"))),
     )
+
+
+def version_table(versions: list[dict[str, Any]]) -> list[str]:
+    """`vertexdist models versions`: a header, then a line per version, oldest first."""
+    return _table(VERSION_HEADER, [version_row(v) for v in versions])
 
 
 def model_lines(model: dict[str, Any]) -> list[str]:

@@ -9,7 +9,9 @@ folder. Exit codes: 0 fine; 1 the call failed or there is no record; 2 usage.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -29,6 +31,9 @@ from vertexdist.cli.targets import (
 from vertexdist.errors import JobFailedError
 from vertexdist.jobs.rerun import wait_for
 from vertexdist.jobs.where import open_job
+
+if TYPE_CHECKING:
+    from vertexdist.backends.base import JobStatus
 
 
 def describe(
@@ -97,14 +102,27 @@ def rerun(
         if detach:
             typer.echo(f"follow it: vertexdist status {new}{at.flags}", err=True)
             return
-        # Waited on here, as submit does: an emulator started for this command stops with it.
-        final = wait_for(backend, new)
+        # Waited on here, as submit does: an emulator started for this command stops with it. Each new
+        # state is said as it comes, so the wait is never silent.
+        final = wait_for(backend, new, state_teller(new))
     if final.state != "SUCCEEDED":
         raise JobFailedError(
             f"job {final.state}: {final.error or 'no error message'}",
             hint=f"see its logs: vertexdist logs {new}{at.flags}",
         )
     typer.echo(f"job SUCCEEDED: {final.display_name}", err=True)
+
+
+def state_teller(name: str) -> Callable[[JobStatus], None]:
+    """A status callback that prints `job RUNNING: NAME` to stderr each time the job's state changes."""
+    said: list[str] = []
+
+    def tell(status: JobStatus) -> None:
+        if not said or said[-1] != status.state:
+            said.append(status.state)
+            typer.echo(f"job {status.state}: {name}", err=True)
+
+    return tell
 
 
 def register(app: typer.Typer) -> None:

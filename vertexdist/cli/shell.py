@@ -26,7 +26,8 @@ from vertexdist.cli.targets import (
 from vertexdist.errors import UsageError
 
 
-def _local_shell(health_dir: Path, job: str, replica: str, command: str | None) -> int:
+def _local_shell(health_dir: Path, job: str, replica: str, command: str | None, flags: str = "") -> int:
+    """`flags`: what a printed command adds to come back to the same place (` --emulator`)."""
     from vertexdist.jobs import shell as service
 
     found = service.find_replica(health_dir, replica)
@@ -34,7 +35,7 @@ def _local_shell(health_dir: Path, job: str, replica: str, command: str | None) 
         raise UsageError(
             f"no running replica {replica} of {job}: the job has ended, that replica has not"
             " started, or no process of yours carries the job's token",
-            hint=f"see its replicas: vertexdist status {job}",
+            hint=f"see its replicas: vertexdist status {job}{flags}",
         )
     nsenter = shutil.which("nsenter")
     argv, cwd = service.shell_argv(os.environ.get("SHELL") or "/bin/sh", command, found, nsenter)
@@ -72,7 +73,8 @@ def shell(
 
     place = job_place(project, location, endpoint, transport, emulator, emulator_data_dir)
     if emulator or local_job(job) is not None:
-        raise typer.Exit(_local_shell(health_dir(job, place), job.strip(), replica, command))
+        flags = place.flags if emulator else ""
+        raise typer.Exit(_local_shell(health_dir(job, place), job.strip(), replica, command, flags))
     from vertexdist.jobs import shell as service
 
     with open_job(job, place) as (backend, name):

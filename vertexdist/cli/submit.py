@@ -156,10 +156,10 @@ def _submit(session: SubmitSession, *, follow: bool, detach: bool, flags: str) -
     try:
         final = follow_job(session, name, follow_logs=follow)
     except KeyboardInterrupt:
-        if not target.is_emulator:
-            typer.echo(
-                f"\nstopped following; the job keeps running. cancel it: vertexdist cancel {name}", err=True
-            )
+        if not session.in_process:  # an emulator started for this command cancels the job, and says so
+            where = " on the emulator" if target.is_emulator else ""
+            cancel = f"vertexdist cancel {name}{flags}"
+            typer.echo(f"\nstopped following; the job keeps running{where}. cancel it: {cancel}", err=True)
         raise
     if session.in_process:
         # The emulator stops with this command; its folder keeps the job for these.

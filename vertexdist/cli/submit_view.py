@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -65,9 +65,17 @@ def _confirm_duplicate(duplicates: list[JobStatus], message: str) -> None:
     )
 
 
+def _bar_console() -> Any:
+    """Where the upload bar draws: the terminal's stderr."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
 @contextmanager
 def _upload_bar(submission: Submission) -> Iterator[ProgressFn | None]:
-    """A progress bar on a terminal while the package uploads."""
+    """A progress bar on a terminal while the package uploads, drawn once the first bytes go up: a package
+    already in the bucket gets none."""
     assert submission.package_path is not None
     if not sys.stderr.isatty():
         yield None
@@ -75,11 +83,28 @@ def _upload_bar(submission: Submission) -> Iterator[ProgressFn | None]:
     from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
     size = submission.package_path.stat().st_size
-    with Progress(
-        *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), transient=True
-    ) as bar:
-        task = bar.add_task(f"uploading {submission.package_path.name}", total=size)
-        yield lambda done, total: bar.update(task, completed=done)
+    name = submission.package_path.name
+    drawn: list[tuple[Progress, Any]] = []
+
+    def report(done: int, total: int) -> None:
+        if not drawn:
+            bar = Progress(
+                *Progress.get_default_columns(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                transient=True,
+                console=_bar_console(),
+            )
+            bar.start()
+            drawn.append((bar, bar.add_task(f"uploading {name}", total=size)))
+        bar, task = drawn[0]
+        bar.update(task, completed=done)
+
+    try:
+        yield report
+    finally:
+        if drawn:
+            drawn[0][0].stop()
 
 
 def _uploaded(submission: Submission, uploaded: bool) -> None:

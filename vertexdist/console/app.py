@@ -400,7 +400,10 @@ def build_app(
     from vertexdist.console.registry_pages import registry_routes
 
     registry = Registry.over(
-        console.remote.target if console.remote is not None else None, console.runs_dir, console.problem
+        console.remote.target if console.remote is not None else None,
+        console.runs_dir,
+        console.problem,
+        emulator_dir=console.emulator_dir,
     )
     # --- end of the Models and experiment pages ----------------------------------------------------
     return Starlette(

@@ -97,6 +97,60 @@ def comparison(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"params": params, "metrics": metrics, "runs": rows}
 
 
+class _Parented:
+    """A reader with the `projects/P/locations/L` it reads (what EveryModel routes a model's name by)."""
+
+    def __init__(self, parent: str, reader: Any) -> None:
+        self.parent = parent
+        self._reader = reader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+
+class EveryModel:
+    """The models of several projects as one reader: an emulator's folder holds several (the shipped
+    templates' vertexdist-demo beside the emulator's own vertexdist-local), as its job list shows them all."""
+
+    def __init__(self, readers: list[Any]) -> None:
+        self._readers = readers
+
+    def list_models(self, filter_text: str = "") -> list[dict[str, Any]]:
+        return [model for reader in self._readers for model in reader.list_models(filter_text)]
+
+    def versions(self, ref: str) -> list[dict[str, Any]]:
+        for reader in self._readers:
+            if ref.startswith(f"{reader.parent}/"):
+                return list(reader.versions(ref))
+        return list(self._readers[0].versions(ref)) if self._readers else []
+
+
+class EveryExperiment:
+    """The experiments of several projects as one reader; an experiment's runs are those of every project
+    that holds one of its name."""
+
+    def __init__(self, readers: list[Any]) -> None:
+        self._readers = readers
+        self._run_reader: dict[tuple[str, str], Any] = {}
+
+    def names(self) -> list[str]:
+        return sorted({name for reader in self._readers for name in reader.names()})
+
+    def runs(self, experiment: str) -> list[dict[str, Any]]:
+        found = []
+        for reader in self._readers:
+            if experiment not in reader.names():
+                continue
+            for run in reader.runs(experiment):
+                self._run_reader[(experiment, str(run.get("run_name")))] = reader
+                found.append(run)
+        return found
+
+    def time_series(self, experiment: str, run: str) -> dict[str, list[list[float]]]:
+        reader = self._run_reader.get((experiment, run))
+        return dict(reader.time_series(experiment, run)) if reader is not None else {}
+
+
 @dataclass
 class Registry:
     """The pages' data over a remote target (None: local only) and the local runs folder."""
@@ -108,16 +162,34 @@ class Registry:
 
     @classmethod
     def over(
-        cls, target: Target | None, runs_dir: Path, problem_of: Callable[[VertexdistError], str]
+        cls,
+        target: Target | None,
+        runs_dir: Path,
+        problem_of: Callable[[VertexdistError], str],
+        emulator_dir: Path | None = None,
     ) -> Registry:
+        """The pages over `target`; with `emulator_dir` (the emulator's folder), over every project and
+        location it holds models, experiments or jobs in too."""
         if target is None:
             return cls(runs_dir, problem_of=problem_of)
+        from dataclasses import replace
+
         from vertexdist.backends.vertex.models import RegisteredModels
         from vertexdist.backends.vertex.retry import Caller, RetryPolicy
         from vertexdist.jobs.experiments import Experiments
 
-        caller = Caller(target, RetryPolicy(attempts=2, initial_s=0.2, max_s=1.0))
-        return cls(runs_dir, RegisteredModels(target, caller), Experiments(target), problem_of)
+        targets = [target]
+        if emulator_dir is not None:
+            from vertexdist.jobs.registry_place import registry_parents
+
+            for parent in registry_parents(emulator_dir):
+                _, project, _, location = parent.split("/")
+                if parent != target.parent:
+                    targets.append(replace(target, project=project, location=location))
+        policy = RetryPolicy(attempts=2, initial_s=0.2, max_s=1.0)
+        models = [_Parented(t.parent, RegisteredModels(t, Caller(t, policy))) for t in targets]
+        experiments = [_Parented(t.parent, Experiments(t)) for t in targets]
+        return cls(runs_dir, EveryModel(models), EveryExperiment(experiments), problem_of)
 
     def models(self) -> dict[str, Any]:
         if self.models_reader is None:

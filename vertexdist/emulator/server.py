@@ -27,6 +27,7 @@ from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.storage.mirror import STATE_FILE, StorageMirror
 from vertexdist.emulator.storage.output_sync import publish_outputs
 from vertexdist.emulator.storage.server import StorageEmulator
+from vertexdist.emulator.storage.store import StoreError
 from vertexdist.emulator.store import JobStore
 from vertexdist.emulator.vertex.experiment_runs import log_experiment_run
 from vertexdist.emulator.vertex.experiments import ExperimentsApi
@@ -38,7 +39,7 @@ from vertexdist.errors import VertexdistError
 from vertexdist.local import gcs_mount
 from vertexdist.private_files import make_private_dir
 from vertexdist.spec.fault_plan import FaultPlan
-from vertexdist.wire.gcs_uri import is_gs_uri, local_gs_path
+from vertexdist.wire.gcs_uri import GsUriError, is_gs_uri, local_gs_path, parse_gs_uri
 
 if TYPE_CHECKING:
     from vertexdist.local.warm_pool import OwnedPool
@@ -135,7 +136,7 @@ class Emulator:
             self.service = service
             self.tuning = TuningService(service, work_dir=self.data_dir)
             self.http = VertexHTTPServer(self.service, port, verbose=verbose, tuning=self.tuning)
-            self.models = ModelRegistry(self.store, publish=self._publish_artifacts)
+            self.models = ModelRegistry(self.store, publish=self._publish_artifacts, files_at=self._files_at)
             service.on_pipeline_success = self.models.upload_for_pipeline
             self.http.routes = EmulatorRoutes(service, self.models, Operations(self.store))
             self.http.experiments = ExperimentsApi(self.data_dir if data_dir else None)
@@ -178,6 +179,26 @@ class Emulator:
         problems = publish_outputs(self.storage, self.data_dir / "gcs", spec)
         log_experiment_run(self.http.experiments.store, spec, self.data_dir / "gcs")
         return problems
+
+    def _files_at(self, uri: str) -> int:
+        """How many files a job wrote under gs://B/p: through /gcs (the local folder), else with a storage
+        client (the storage emulator's objects under the prefix); at most a few counted."""
+        if not is_gs_uri(uri):
+            return 1  # not a folder of ours to judge
+        assert self.data_dir is not None
+        try:
+            folder = local_gs_path(uri, self.data_dir / "gcs")
+        except GsUriError:
+            return 1
+        if folder.is_dir() and any(p.is_file() for p in folder.rglob("*")):
+            return 1
+        found = parse_gs_uri(uri)
+        prefix = found.name.rstrip("/") + "/" if found.name else ""
+        try:
+            objects, _, _ = self.storage.store.list(found.bucket, prefix=prefix, max_results=1)
+        except StoreError:  # no such bucket: nothing there
+            return 0
+        return len(objects)
 
     def _publish_artifacts(self, uri: str) -> int:
         """What replicas wrote under gs://B/p through the local folder (VERTEXDIST_GCS_ROOT), uploaded to

@@ -6,9 +6,12 @@ stragglers, and whether the job is hung and who is to blame. Pure: plain dicts i
 - Hung: no rank has made a step for `hang_timeout` seconds. The culprit is the rank that does not wait in
   a collective (if several, the one with the fewest steps); the others are said to wait where they wait.
   A heartbeat's `step` counts the steps made; the verdict names the step a rank is in (one more).
-- A straggler: its own step time (the step less the time it waited for the others) is over `ratio` times
-  the median of the other ranks', once it has made `MIN_STEPS` steps (the others' median: with two ranks,
-  a median that counts the slow one would halve its slowdown).
+- A straggler: its own step time (the step less the time it waited for the others), averaged over its last
+  `WINDOW_STEPS` steps, is over `ratio` times the median of the other ranks', once it has made `MIN_STEPS`
+  steps (the others' median: with two ranks, a median that counts the slow one would halve its slowdown),
+  and its extra own time over that window is at least `MIN_EXTRA_S`: the watcher tells waiting from
+  computing by a sample every 0.1 s, so over a short window one stray sample is a large ratio of nothing
+  (issue 42: a rank beside a hung one was flagged 2.5x at step 5 on one sample).
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ MIN_STEPS = 5
 # The others' median own step time is taken as at least this: where every rank spends its whole step in
 # collectives (the bundled trainer: backward and its own all-reduce) it is ~0, and noise must not flag.
 MIN_OWN_STEP_S = 0.01
+# The watcher's window (`vertexdist_launcher.health.WINDOW`): the steps its own step time is averaged over.
+WINDOW_STEPS = 20
+# A straggler's own time over its window is at least this much more than the others': 5 of the watcher's
+# 0.1 s samples. A rank slowed by 0.1 s a step is flagged by its 6th step, one slowed by 0.03 s by its 18th.
+MIN_EXTRA_S = 0.5
 ROW_KEYS = (
     "rank",
     "replica",
@@ -45,8 +53,9 @@ Beat = Mapping[str, Any]
 class Straggler:
     rank: int
     slowdown: float  # own step time / the ranks' median
-    state: str  # where its extra time goes: computing, loading
+    state: str  # what it does now (its heartbeat's): computing, loading, waiting
     where: str
+    steps: int  # the steps its own step time is averaged over
 
 
 def _ranks_text(ranks: Sequence[int]) -> str:
@@ -134,25 +143,35 @@ def stragglers(beats: Sequence[Beat], ratio: float) -> list[Straggler]:
         return []
     found = []
     for beat in timed:
-        others = [float(b["own_step_s"]) for b in timed if b is not beat]
-        median = max(statistics.median(others), MIN_OWN_STEP_S)
-        slowdown = float(beat["own_step_s"]) / median
-        if slowdown > ratio:
+        others = statistics.median(float(b["own_step_s"]) for b in timed if b is not beat)
+        own = float(beat["own_step_s"])
+        slowdown = own / max(others, MIN_OWN_STEP_S)
+        steps = window_steps(beat)
+        if slowdown > ratio and (own - others) * steps >= MIN_EXTRA_S:
             found.append(
                 Straggler(
-                    int(beat["rank"]), round(slowdown, 2), str(beat.get("state")), str(beat.get("where"))
+                    int(beat["rank"]),
+                    round(slowdown, 2),
+                    str(beat.get("state")),
+                    str(beat.get("where")),
+                    steps,
                 )
             )
     return found
+
+
+def window_steps(beat: Beat) -> int:
+    """The finished steps a heartbeat's own step time is averaged over (its first step has no time)."""
+    return max(0, min(int(beat.get("step") or 0) - 1, WINDOW_STEPS))
 
 
 def straggler_line(straggler: Straggler, beat: Beat) -> str:
     """The job log's warning when a rank is first flagged."""
     return (
         f"warning: straggler: rank {straggler.rank} ({beat.get('replica')},"
-        f" local rank {beat.get('local_rank')})"
-        f" steps {straggler.slowdown:g}x slower than the other ranks' median at step {beat.get('step')}, its"
-        f" extra time {straggler.state} in {straggler.where}"
+        f" local rank {beat.get('local_rank')}) at step {beat.get('step')}: its own step time (the step less"
+        f" its waits in collectives) is {straggler.slowdown:g}x the other ranks' median, over its last"
+        f" {straggler.steps} steps; now {straggler.state} in {straggler.where}"
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertexdist.errors import VertexdistError
-from vertexdist.jobs.where import JobPlace, open_project
+from vertexdist.jobs.where import JobPlace, open_places, open_project
 
 if TYPE_CHECKING:
     from vertexdist.backends.config import Target
@@ -175,3 +175,12 @@ def open_experiments(place: JobPlace, env: Mapping[str, str] = os.environ) -> It
     """The experiments of the place's project and location, usable until the `with` ends."""
     with open_project(place, env, no_project_hint=NO_PROJECT_HINT) as backend:
         yield Experiments(backend.target)
+
+
+@contextmanager
+def open_experiments_at(
+    places: list[JobPlace], env: Mapping[str, str] = os.environ
+) -> Iterator[list[Experiments]]:
+    """The experiments of each place (`jobs.registry_place.experiment_places`), until the `with` ends."""
+    with open_places(places, env, no_project_hint=NO_PROJECT_HINT) as backends:
+        yield [Experiments(backend.target) for backend in backends]

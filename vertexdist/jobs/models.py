@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from vertexdist.jobs.where import JobPlace, open_project
+from vertexdist.jobs.where import JobPlace, open_places, open_project
 
 if TYPE_CHECKING:
     from vertexdist.backends.vertex.models import RegisteredModels
@@ -37,3 +37,14 @@ def open_models(place: JobPlace, env: Mapping[str, str] = os.environ) -> Iterato
 
     with open_project(place, env, no_project_hint=NO_PROJECT_HINT) as backend:
         yield RegisteredModels(backend.target)
+
+
+@contextmanager
+def open_models_at(
+    places: list[JobPlace], env: Mapping[str, str] = os.environ
+) -> Iterator[list[RegisteredModels]]:
+    """The models of each place (`jobs.registry_place.model_places`), usable until the `with` ends."""
+    from vertexdist.backends.vertex.models import RegisteredModels
+
+    with open_places(places, env, no_project_hint=NO_PROJECT_HINT) as backends:
+        yield [RegisteredModels(backend.target) for backend in backends]

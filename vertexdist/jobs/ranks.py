@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.backends.base import JobStatus, LogChunk
-from vertexdist.errors import UsageError
+from vertexdist.errors import NotFoundError
 from vertexdist.health.folder import (
     HEALTH_DIR,
     ask_stacks,
@@ -56,7 +56,7 @@ def health_dir(job: str, place: JobPlace) -> Path:
     found = _emulator_dir(job, folder)
     if found is not None:
         return found / HEALTH_DIR
-    raise UsageError(
+    raise NotFoundError(
         f"no heartbeats found for {job.strip()}: it is not a local run, nor a job in the emulator's folder"
         f" {folder}",
         hint=f"its jobs: vertexdist list{place.flags}",

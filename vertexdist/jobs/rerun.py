@@ -160,10 +160,15 @@ def rerun(
     return new, again
 
 
-def wait_for(backend: LocalBackend | VertexBackend, name: str) -> JobStatus:
-    """Poll the job until it ends (as submit does: often on an emulator, backing off on Vertex)."""
+def wait_for(
+    backend: LocalBackend | VertexBackend,
+    name: str,
+    on_status: Callable[[JobStatus], None] = lambda _status: None,
+) -> JobStatus:
+    """Poll the job until it ends (as submit does: often on an emulator, backing off on Vertex); each
+    status read goes to `on_status`."""
     from vertexdist.backends.watch import follow_policy, watch
 
     target = getattr(backend, "target", None)
     policy = follow_policy(target is not None and target.is_emulator, logs=False)
-    return watch(backend, name, on_status=lambda _status: None, policy=policy)
+    return watch(backend, name, on_status=on_status, policy=policy)

@@ -183,8 +183,8 @@ class SubmitSession:
         if self._request.check_resource:
             self._check_resource()
         submission = backend.dryrun(self.template, self._options(dry_run=False))
-        # An in-process emulator's duplicates cost nothing and vanish with the session.
-        if not self.in_process and not self._request.allow_duplicate:
+        # An emulator started for this command too: its folder keeps the jobs, as a shared one does.
+        if not self._request.allow_duplicate:
             window = self._request.duplicate_window_s
             duplicates = backend.recent_duplicates(submission, window)
             if duplicates:

@@ -14,13 +14,14 @@ own files name the job. A printed command that should come back to the same plac
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vertexdist.errors import UsageError
+from vertexdist.errors import NotFoundError
 from vertexdist.jobs.find import job_backend, local_job, project_backend
 
 if TYPE_CHECKING:
@@ -83,6 +84,13 @@ def _reach(place: JobPlace, env: Mapping[str, str]) -> Iterator[tuple[JobPlace, 
         return
     from vertexdist.emulator import Emulator
 
+    # A few seconds pass before the command's answer: say why, and how to spare them next time.
+    print(
+        f"starting an emulator over {folder} for this command (a few seconds; `vertexdist emulator start`"
+        " keeps one up for every command)",
+        file=sys.stderr,
+        flush=True,
+    )
     with Emulator(data_dir=folder) as emu:
         reached = replace(place, endpoint=emu.vertex_endpoint, transport="rest")
         yield reached, {**env, "STORAGE_EMULATOR_HOST": emu.storage_endpoint}
@@ -101,7 +109,7 @@ def _emulator_job_name(job: str, folder: Path, place: JobPlace) -> str:
         return job.strip()
     found = job_name(folder, job.strip())
     if found is None:
-        raise UsageError(
+        raise NotFoundError(
             f"no job {job.strip()} in the emulator's folder {folder}",
             hint=f"its jobs: vertexdist list{place.flags}",
         )
@@ -185,3 +193,24 @@ def open_project(
             reached_env,
             no_project_hint=no_project_hint,
         )
+
+
+@contextmanager
+def open_places(
+    places: list[JobPlace], env: Mapping[str, str] = os.environ, *, no_project_hint: str | None = None
+) -> Iterator[list[VertexBackend]]:
+    """The backends of several projects and locations of one place (one emulator reached, or started, for
+    them all), usable until the `with` ends: what `models list` and `experiments` call over the projects
+    of the emulator's folder (`jobs.registry_place`)."""
+    with reach(places[0], env) as (reached, reached_env):
+        yield [
+            project_backend(
+                place.project,
+                place.location,
+                reached.endpoint,
+                reached.transport,
+                reached_env,
+                no_project_hint=no_project_hint,
+            )
+            for place in places
+        ]

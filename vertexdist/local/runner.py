@@ -72,6 +72,7 @@ from vertexdist.local.health_monitor import HealthConfig, HealthMonitor
 from vertexdist.local.log_capture import LogCapture
 from vertexdist.local.plan import TMP_DIR, LaunchPlan, ReplicaLaunch
 from vertexdist.local.procs import PROC, group_members
+from vertexdist.local.startup_failure import TAIL_LINES, StartupFailure, startup_failure
 from vertexdist.local.watchdog import JOB_TOKEN_FILE, TOKEN_VARIABLE, Watchdog, job_processes
 from vertexdist.log_files import last_lines
 from vertexdist.private_files import make_private_dir, open_private, write_private_text
@@ -154,10 +155,19 @@ class _Running:
         """Whether it ended as a failure: non-zero, or stopped by the platform (whatever its exit)."""
         return self.done and ((self.exit_code or 0) != 0 or bool(self.stopped_by_platform))
 
+    def startup_failure(self) -> StartupFailure | None:
+        """Its script's import-time failure (a missing module, a syntax error), read from its log."""
+        if self.stopped_by_platform or not self.failed:
+            return None
+        return startup_failure(last_lines(self.launch.log_path, TAIL_LINES))
+
     def error(self) -> JobError:
         code = self.exit_code or 0
         how = self.stopped_by_platform or describe_exit(code)
         message = f"The replica {self.launch.name} {how}."
+        failure = self.startup_failure()
+        if failure is not None:  # the launcher's summary would hide it (torchrun's box)
+            message = f"The replica {self.launch.name} {how} as its script was importing: {failure.text()}."
         return JobError(CODE_INVALID_ARGUMENT, message, replica=self.launch.name, exit_code=code)
 
 
@@ -615,8 +625,10 @@ class LocalJob:
     ) -> _Outcome | None:
         """Vertex's restart rules once `first` (the failure to name) and maybe others failed: the attempt's
         outcome, or None once every failed replica was restarted in place (docs/reference/vertex.md §8.1)."""
-        if plan.max_restarts:  # restartJobOnWorkerRestart: any failure restarts every replica
-            return _Outcome(JobState.FAILED, first.error(), retryable=True)
+        if plan.max_restarts:  # restartJobOnWorkerRestart: any failure restarts every replica ...
+            # ... but one at import fails the same way every time: no restart is spent on it
+            retryable = first.startup_failure() is None
+            return _Outcome(JobState.FAILED, first.error(), retryable=retryable)
         failed = sorted((r for r in running.values() if r.failed), key=lambda r: r.exited_at or 0.0)
         exits = [
             Exit(

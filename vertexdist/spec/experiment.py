@@ -1,14 +1,16 @@
 """The `experiment:` section of a template: the job is logged as a run of a Vertex AI Experiment.
 
-A name, as the SDK's `aiplatform.init(experiment=...)` takes it, with an optional `experiment_run` (the SDK's
-`CustomJob.run(experiment=..., experiment_run=...)`); without one, each job is a run of its own. Both become
-ML Metadata context ids (the run's is `EXPERIMENT-RUN`, as the SDK forms it), so they are lowercase letters,
-digits and hyphens, and the run's id fits the 128 characters a context id may have.
+A name, as the SDK's `aiplatform.init(experiment=...)` takes it (`experiment: NAME` for short), with an
+optional `experiment_run` (the SDK's `CustomJob.run(experiment=..., experiment_run=...)`); without one,
+each job is a run of its own. Both become ML Metadata context ids (the run's is `EXPERIMENT-RUN`, as the
+SDK forms it), so they are lowercase letters, digits and hyphens, and the run's id fits the 128 characters
+a context id may have.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -37,6 +39,12 @@ class ExperimentSpec(BaseModel):
         default=None,
         description="The run's name in the experiment; default: one run per job, named after the job.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_alone(cls, value: Any) -> Any:
+        """`experiment: lr-sweep` is `experiment: {name: lr-sweep}`."""
+        return {"name": value} if isinstance(value, str) else value
 
     @field_validator("name")
     @classmethod

@@ -7,10 +7,16 @@ read by the shipped launcher's watcher (`vertexdist_launcher.health`) and the lo
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from vertexdist.spec.durations import ACCEPTED_FORMS, parse_duration
+from vertexdist.spec.findings import Finding
+
+if TYPE_CHECKING:
+    from vertexdist.spec.models import JobTemplate
 
 CONFIG_VARIABLE = "VERTEXDIST_HEALTH"  # held equal to vertexdist_launcher.health.CONFIG_VARIABLE by a test
 DEFAULT_HANG_TIMEOUT_S = 1800  # 30 min: longer than a slow checkpoint save or evaluation, far below 7 days
@@ -18,6 +24,9 @@ DEFAULT_STRAGGLER_RATIO = 1.5
 # 10 min: Vertex starts each replica when its VM is ready (image pull, package install), so ranks join minutes
 # apart; held equal to vertexdist_launcher.timeouts.DEFAULT_RENDEZVOUS_TIMEOUT_S by a test
 DEFAULT_RENDEZVOUS_TIMEOUT_S = 600
+# Below this a hang_timeout ends healthy jobs: a checkpoint save, an evaluation or a slow first collective
+# each make no step for longer.
+MIN_SENSIBLE_HANG_TIMEOUT_S = 60
 
 
 class HealthSpec(BaseModel):
@@ -70,3 +79,41 @@ class HealthSpec(BaseModel):
             },
             separators=(",", ":"),
         )
+
+
+def _shown(seconds: int) -> str:
+    """A duration as a template writes it: 2h, 90m, 45s."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def hang_timeout_fits(t: JobTemplate) -> Iterator[Finding]:
+    """Warnings for a hang_timeout written into the template that cannot act as meant: past the job's own
+    `timeout` (the job ends as timed out first, with no verdict), or too short for a healthy job."""
+    health = t.health
+    if health is None or "hang_timeout" not in health.model_fields_set or health.hang_timeout is None:
+        return
+    hang = health.hang_timeout
+    if t.timeout is not None and hang >= t.timeout:
+        yield Finding(
+            "health.hang_timeout",
+            f"hang_timeout {_shown(hang)} is not shorter than the job's timeout"
+            f" {_shown(t.timeout)}: a hung job ends at its timeout first, with no verdict naming"
+            " the rank that hung",
+            "make hang_timeout shorter than timeout (or write `never` to turn hang detection off)",
+            "warning",
+        )
+    if hang < MIN_SENSIBLE_HANG_TIMEOUT_S:
+        yield Finding(
+            "health.hang_timeout",
+            f"hang_timeout {_shown(hang)} is shorter than a checkpoint save, an evaluation or a"
+            " slow first collective often takes: a healthy job would be ended as hung",
+            f"use at least {_shown(MIN_SENSIBLE_HANG_TIMEOUT_S)} (the default is"
+            f" {_shown(DEFAULT_HANG_TIMEOUT_S)})",
+            "warning",
+        )
+
+
+RULES = (hang_timeout_fits,)

@@ -336,6 +336,20 @@ def _rule_problems(findings: list[Finding], file: str, source: SourceMap) -> lis
     return problems
 
 
+def _close_templates(path: Path, otherwise: str) -> str:
+    """`did you mean 'DIR/cpu-small.yaml'?` for a template file that is not there: the .yaml files of its
+    folder with a name close to its; else `otherwise`."""
+    try:
+        near = sorted(p for p in path.parent.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    except OSError:
+        return otherwise
+    stems = {p.stem: p for p in near}
+    found = difflib.get_close_matches(path.stem, list(stems), n=2, cutoff=0.75)
+    if not found:
+        return otherwise
+    return "did you mean " + " or ".join(repr(str(stems[stem])) for stem in found) + "?"
+
+
 def load_template(path: str | Path) -> JobTemplate:
     """Load and validate one template; raises TemplateError with every error (file, line, column, field)."""
     if Path(path).is_dir():
@@ -346,7 +360,10 @@ def load_template(path: str | Path) -> JobTemplate:
             raise UsageError(
                 f"{path}: {broken}", hint="point the link at a template, or pass the file itself"
             )
-        raise UsageError(f"{path}: no such template file", hint="pass the path of a .yaml template")
+        raise UsageError(
+            f"{path}: no such template file",
+            hint=_close_templates(Path(path), "pass the path of a .yaml template"),
+        )
     template, problems = inspect_file(path)
     errors = [p for p in problems if p.severity == "error"]
     if template is None or errors:
@@ -419,9 +436,10 @@ def find_templates(paths: list[str] | list[Path] | tuple[str | Path, ...]) -> Fo
             files.append(path)
         else:
             broken = broken_link(path)
+            otherwise = "pass template files or folders that hold them"
             raise UsageError(
                 f"{raw}: {broken or 'no such file or folder'}",
-                hint="pass template files or folders that hold them",
+                hint=otherwise if broken else _close_templates(path, otherwise),
             )
     return FoundTemplates(files, skipped)
 

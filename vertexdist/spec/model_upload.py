@@ -2,8 +2,9 @@
 its job succeeds, as `CustomTrainingJob(model_serving_container_*=...).run(model_display_name=...,
 parent_model=..., model_version_aliases=..., is_default_version=..., model_version_description=...)` asks
 for it (https://cloud.google.com/vertex-ai/docs/model-registry/versioning). Its rules (`RULES`) are what
-`validate` checks: the serving image, aliases, a parent model's name, and a trainer that writes nothing to
-AIP_MODEL_DIR (a warning: the model would be an empty folder).
+`validate` checks: the serving image (in Artifact Registry or Container Registry, never Docker Hub:
+https://cloud.google.com/vertex-ai/docs/predictions/use-custom-container), aliases, a parent model's name,
+and a trainer that writes nothing to AIP_MODEL_DIR (a warning: the model would be an empty folder).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ _IMAGE = re.compile(
     r"^(?:[a-zA-Z0-9.-]+(?::\d+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
     r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
 )
+# Docker Hub's own names for itself; a reference with no registry host is Docker Hub's too.
+_DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
 _TRAINING_IMAGE = ("docker.pkg.dev/vertex-ai/training/", "gcr.io/cloud-aiplatform/training/")
 _ALIAS = re.compile(r"^[a-z][a-zA-Z0-9-]{0,126}[a-z0-9-]$")
 _MODEL_NAME = re.compile(r"^(projects/[^/]+/locations/[^/]+/models/)?[a-zA-Z0-9][\w-]{0,127}$")
@@ -114,7 +117,24 @@ def serving_image_problem(uri: str) -> tuple[str, str] | None:
         return f"{uri!r} is not a Vertex prebuilt prediction image reference", hint
     if not _IMAGE.match(uri):
         return f"{uri!r} is not an image reference (HOST/PATH[:TAG][@sha256:DIGEST])", hint
+    if _on_docker_hub(uri):
+        return (
+            f"{uri!r} is a Docker Hub image; Vertex serves models only from images in Artifact Registry"
+            " (or Container Registry)",
+            "push it to Artifact Registry (docker tag, docker push REGION-docker.pkg.dev/PROJECT/REPO/IMAGE)"
+            " and name that, or use a Vertex prebuilt prediction image"
+            " (us-docker.pkg.dev/vertex-ai/prediction/...)",
+        )
     return None
+
+
+def _on_docker_hub(uri: str) -> bool:
+    """A reference with no registry host (`nginx`, `pytorch/torchserve:tag`) or Docker Hub's own."""
+    first, _, rest = uri.partition("/")
+    if not rest:
+        return True
+    host = first.lower()
+    return host in _DOCKER_HUB or not ("." in host or ":" in host or host == "localhost")
 
 
 def _model_rules(t: JobTemplate) -> Iterator[Finding]:

@@ -11,7 +11,15 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog, limits, model_upload, ray_rules, script_rules, strategy_rules
+from vertexdist.spec import (
+    catalog,
+    health,
+    limits,
+    model_upload,
+    ray_rules,
+    script_rules,
+    strategy_rules,
+)
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -512,6 +520,7 @@ RULES: tuple[Rule, ...] = (
     *strategy_rules.RULES,
     *script_rules.RULES,
     *model_upload.RULES,
+    *health.RULES,
     *TUNING_RULES,
     fallbacks_are_valid_jobs(
         (machine_fits, location_known, strategy_known, gcs_uris, reduction_server_needs_gpu_workers)

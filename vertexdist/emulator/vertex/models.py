@@ -218,9 +218,17 @@ class ModelRegistry:
     """Models in the job store (persisted like jobs). `publish(artifact_uri)` makes the files the job wrote
     under its local Cloud Storage folder readable at the model's URI through the storage API too."""
 
-    def __init__(self, store: JobStore, publish: Callable[[str], object] | None = None) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        publish: Callable[[str], object] | None = None,
+        files_at: Callable[[str], int] | None = None,
+    ) -> None:
+        """`publish` copies a model folder's files into the storage emulator; `files_at` counts the files a
+        job wrote under a gs:// folder (none: the pipeline fails rather than register an empty model)."""
         self._store = store
         self._publish = publish
+        self._files_at = files_at
 
     def _add(
         self,
@@ -266,6 +274,15 @@ class ModelRegistry:
         if not pipeline.get("modelToUpload"):
             return {}
         location = pipeline["name"].split("/trainingPipelines/")[0]
+        wanted = pipeline["modelToUpload"].get("artifactUri") or model_dir(job.get("jobSpec") or {})
+        folder = str(wanted or "")
+        if self._files_at is not None and folder and self._files_at(folder) == 0:
+            # As local-run refuses it: a model with no files serves nothing, and the job's log says why.
+            message = (
+                f"the model upload failed: the job wrote nothing to its model folder {folder}"
+                " (AIP_MODEL_DIR): the registered model would be empty"
+            )
+            return {"state": "PIPELINE_STATE_FAILED", "error": {"code": 9, "message": message}}
         try:
             version = self._add(
                 location,

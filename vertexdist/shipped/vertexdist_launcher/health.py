@@ -58,6 +58,11 @@ REQUEST_PREFIX = "stacks-"
 # A hang's dump in the replica's log (stderr): the verdict line, then `DUMP_MARK` and the rank's stacks.
 VERDICT_MARK = "vertexdist_launcher: "
 DUMP_MARK = "vertexdist_launcher: stacks of "
+# A script ships as SCRIPT_PACKAGE/task.py (the SDK's layout, `vertexdist.packaging`), with SOURCE_FILE beside
+# it holding the user's own file name: frames and stacks are named by it (train.py), not by the copy.
+SCRIPT_PACKAGE = "aiplatform_custom_trainer_script"
+SOURCE_FILE = "vertexdist_source.txt"
+THREAD_NAME = "vertexdist-health"
 
 _LIBRARIES = {"torch", "numpy", "deepspeed", "transformers", "accelerate", "lightning", "pytorch_lightning"}
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -75,6 +80,27 @@ def _library(filename: str) -> bool:
             top = path.split(marker, 1)[1].split("/", 1)[0]
             return top in _LIBRARIES or top.endswith(".py")
     return path.startswith(_STDLIB)
+
+
+_SHOWN: dict[str, str] = {}
+
+
+def shown_name(filename: str) -> str:
+    """The file name a frame is shown by: the user's own script's for the packaged copy of a script (read
+    once from SOURCE_FILE beside it), else the file's base name."""
+    base = os.path.basename(filename)
+    if base != "task.py" or os.path.basename(os.path.dirname(filename)) != SCRIPT_PACKAGE:
+        return base
+    found = _SHOWN.get(filename)
+    if found is None:
+        found = base
+        with (
+            contextlib.suppress(OSError, UnicodeError),
+            open(os.path.join(os.path.dirname(filename), SOURCE_FILE), encoding="utf-8") as handle,
+        ):
+            found = handle.read().strip() or base
+        _SHOWN[filename] = found
+    return found
 
 
 def classify(frames: list[tuple[str, int, str]], distributed: bool = True) -> dict[str, str]:
@@ -98,7 +124,7 @@ def classify(frames: list[tuple[str, int, str]], distributed: bool = True) -> di
     if not mine:
         return {"state": state, "where": "", "what": what, "at": ""}
     filename, line, function = mine[-1]
-    at = f"{os.path.basename(filename)}:{line}"
+    at = f"{shown_name(filename)}:{line}"
     return {"state": state, "where": f"{function} ({at})", "what": what, "at": at}
 
 
@@ -110,13 +136,32 @@ def _frames(frame: FrameType | None) -> list[tuple[str, int, str]]:
     return found[::-1]
 
 
+def _stack_text(frame: FrameType) -> str:
+    """One thread's stack as a traceback prints it, the packaged script named by the user's own file, and
+    the launcher's frames before the user's code (runpy, vertexdist_launcher) left out."""
+    summary = traceback.extract_stack(frame)  # the source lines are read here, by the real paths
+    first = next((i for i, f in enumerate(summary) if not _library(f.filename)), 0)
+    for entry in summary:
+        shown = shown_name(entry.filename)
+        if shown != os.path.basename(entry.filename):
+            entry.filename = shown
+    kept = traceback.StackSummary.from_list(list(summary)[first:])
+    skipped = f"  ({first} launcher frames before your code left out)\n" if first else ""
+    return skipped + "".join(kept.format())
+
+
 def all_stacks() -> str:
-    """Every thread's stack, as a traceback prints it."""
+    """Every thread's stack, as a traceback prints it: the main thread (the training) first, the watcher's
+    own thread left out."""
     names = {t.ident: t.name for t in threading.enumerate()}
+    main = threading.main_thread().ident
     parts = []
-    for ident, frame in sys._current_frames().items():
+    frames = sorted(sys._current_frames().items(), key=lambda item: item[0] != main)
+    for ident, frame in frames:
+        if names.get(ident) == THREAD_NAME:
+            continue
         parts.append(f"Thread {names.get(ident, ident)!s} (most recent call last):\n")
-        parts.append("".join(traceback.format_stack(frame)))
+        parts.append(_stack_text(frame))
     return "".join(parts)
 
 
@@ -318,7 +363,9 @@ class Watcher:
         """A fault plan's `hang`: this rank blocks here, as if its data read never returned."""
         from . import say
 
-        say(f"rank {self.rank} blocks at step {self.steps} (a fault plan's hang)")
+        # The plan counts the steps made; a verdict names the step a rank is in, one more: say both.
+        made = self.steps
+        say(f"rank {self.rank} blocks after step {made}, in step {made + 1} (a fault plan's hang)")
         threading.Event().wait()
 
     def _hook(self, _optimizer: object, _args: object, _kwargs: object) -> None:
@@ -486,7 +533,7 @@ def start(env: Mapping[str, str] | None = None) -> Watcher | None:
             os.environ.pop(MARK_VARIABLE, None)
         if "torch.optim.optimizer" in sys.modules:
             watcher._register()
-        threading.Thread(target=watcher.run, name="vertexdist-health", daemon=True).start()
+        threading.Thread(target=watcher.run, name=THREAD_NAME, daemon=True).start()
         atexit.register(watcher.finish)
     except Exception:  # the watcher never stops the training: without it the rank runs unwatched
         return None
