@@ -62,7 +62,7 @@ def test_the_ranks_table_and_its_stacks_print_no_escapes(capsys: pytest.CaptureF
 
 def test_describe_models_and_experiments_print_no_escapes() -> None:
     from vertexdist.cli.experiments_view import table
-    from vertexdist.cli.models_view import model_lines, model_row, version_row
+    from vertexdist.cli.models_view import model_lines, model_table, version_table
     from vertexdist.cli.record_view import record_lines
 
     record: dict[str, Any] = {
@@ -81,7 +81,13 @@ def test_describe_models_and_experiments_print_no_escapes() -> None:
         "description": f"d{OSC_8BIT}",
     }
     runs = [{"run_name": f"run{TITLE}", "state": "COMPLETE", "params": {f"lr{CLEAR}": f"0.1{CLIPBOARD}"}}]
-    lines = [*record_lines(record), model_row(model), version_row(model), *model_lines(model), *table(runs)]
+    lines = [
+        *record_lines(record),
+        *model_table([model]),
+        *version_table([model]),
+        *model_lines(model),
+        *table(runs),
+    ]
     assert all(_clean(line) for line in lines), [line for line in lines if not _clean(line)]
     assert any("model" in line for line in lines) and any("lr" in line for line in lines)
 
