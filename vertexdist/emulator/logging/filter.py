@@ -176,8 +176,8 @@ def _entry_term(match: re.Match[str]) -> tuple[Condition, int | None]:
     name, op, value = match["field"], match["op"], _value(match["value"])
     if name not in _ENTRY_FIELDS or op not in _OPS:
         raise FilterError(
-            f"the emulator reads only timestamp, severity and insertId comparisons inside OR, NOT and "
-            f"parentheses, not {match.group().strip()[:80]!r}"
+            f"the emulator cannot read the filter term {match.group().strip()[:80]!r} inside OR, NOT or "
+            "parentheses: there it reads timestamp, severity and insertId comparisons"
         )
     compare = _OPS[op]
     if name == "timestamp":
