@@ -54,6 +54,20 @@ def test_json_apis_take_writes_as_json_only(method: str) -> None:
         assert refusal is not None and refusal.status == 415, kind
 
 
+def test_a_bodiless_delete_needs_no_type_on_a_json_api() -> None:
+    """gcloud's `ai persistent-resources delete`: no body, no type. A page cannot send a DELETE cross-origin
+    without a preflight; a DELETE with a body, or any other bodiless write, still needs JSON."""
+    for length in (None, "0"):
+        assert check_content_type("DELETE", None, length, JSON_ONLY) is None
+    for method, kind, length in (("DELETE", None, "2"), ("DELETE", "text/plain", "0"), ("POST", None, "0")):
+        refusal = check_content_type(method, kind, length, JSON_ONLY)
+        assert refusal is not None and refusal.status == 415, (method, kind, length)
+    refusal = check(
+        "DELETE", {"Host": f"127.0.0.1:{PORT}", "Origin": "http://evil.example"}.get, PORT, JSON_ONLY
+    )
+    assert refusal is not None and refusal.status == 403
+
+
 def test_reads_carry_any_type() -> None:
     assert check_content_type("GET", "text/plain", None, JSON_ONLY) is None
     assert check_content_type("HEAD", None, None, STORAGE) is None

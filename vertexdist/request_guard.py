@@ -13,7 +13,10 @@ A server on 127.0.0.1 is reachable by every page the user's browser opens and by
 4. **Content type.** A write (POST, PUT, PATCH, DELETE) must be JSON on the APIs that take JSON
    (`JSON_ONLY`: the Vertex API, Cloud Logging, the `/vertexdist/v1/` control endpoints); every client of
    theirs (google-cloud-aiplatform's REST transport, google-api-core's operations client, google-cloud-
-   logging) sends `application/json` on every call, bodiless `:cancel` and DELETE included. The storage API
+   logging) sends `application/json` on every call, bodiless `:cancel` and DELETE included. A DELETE with
+   no body and no type passes too: the gcloud CLI sends its deletes so (`ai persistent-resources delete`),
+   and a page cannot send a DELETE cross-origin without a CORS preflight, which these servers never grant
+   (https://fetch.spec.whatwg.org/#cors-safelisted-method). The storage API
    (`STORAGE`) takes its own upload types too, but a POST never as one of the "simple" types a page can
    send cross-origin without a CORS preflight (`multipart/form-data`, `text/plain`,
    `application/x-www-form-urlencoded`), nor a body with no type at all; a POST with no body and no type
@@ -89,6 +92,10 @@ def check_origin(origin: str | None, port: int) -> Refusal | None:
     return Refusal(403, "PERMISSION_DENIED", f"Origin {origin[:80]!r} is not this server's: refused")
 
 
+def _bodiless(content_length: str | None) -> bool:
+    return (content_length or "0").strip() in ("", "0")
+
+
 def check_content_type(
     method: str, content_type: str | None, content_length: str | None, policy: WritePolicy
 ) -> Refusal | None:
@@ -96,7 +103,7 @@ def check_content_type(
         return None
     kind = media_type(content_type)
     if policy is WritePolicy.JSON_ONLY:
-        if kind == JSON:
+        if kind == JSON or (method == "DELETE" and not kind and _bodiless(content_length)):
             return None
         given = repr(kind) if kind else "none"
         return Refusal(415, "INVALID_ARGUMENT", f"{method} needs Content-Type: {JSON}, not {given}")
@@ -104,7 +111,7 @@ def check_content_type(
         return None
     if kind in SIMPLE_TYPES:
         return Refusal(415, "INVALID_ARGUMENT", f"a POST of Content-Type {kind!r} is not an upload type")
-    if not kind and (content_length or "0").strip() not in ("", "0"):
+    if not kind and not _bodiless(content_length):
         return Refusal(415, "INVALID_ARGUMENT", "a POST with a body needs a Content-Type")
     return None
 

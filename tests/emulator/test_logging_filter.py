@@ -56,8 +56,12 @@ def test_the_logging_clients_own_default_time_form_is_read() -> None:
     "text",
     [
         'resource.labels.job_id="1" OR severity>=ERROR',
-        'resource.labels.job_id="1" AND (severity>=ERROR)',
-        'resource.labels.job_id="1" AND NOT severity>=ERROR',
+        'resource.labels.job_id="1" AND (resource.labels.task_name="a" OR severity>=ERROR)',
+        'resource.labels.job_id="1" AND (severity>=ERROR',
+        'resource.labels.job_id="1" AND severity>=ERROR)',
+        'resource.labels.job_id="1" AND (severity>=ERROR OR)',
+        'resource.labels.job_id="1" AND ' + "(" * 17 + "severity>=ERROR" + ")" * 17,
+        'resource.labels.job_id="1" AND ' + "NOT " * 17 + "severity>=ERROR",
         'resource.labels.job_id="1" AND -severity>=ERROR',
         'resource.labels.job_id="1" AND jsonPayload.message:"oom"',
         'resource.labels.job_id="1" AND textPayload=~"x"',
@@ -76,6 +80,35 @@ def test_the_logging_clients_own_default_time_form_is_read() -> None:
 def test_anything_else_is_refused_naming_the_term(text: str) -> None:
     with pytest.raises(FilterError):
         parse_filter(text)
+
+
+def test_gclouds_stream_logs_filter_when_two_entries_share_a_timestamp() -> None:
+    """googlecloudsdk/command_lib/logs/stream.py: the lower bound moves past the last insertId read."""
+    text = (
+        'resource.type="ml_job" AND resource.labels.job_id="123" AND '
+        '((timestamp="2024-05-01T12:00:01Z" AND insertId>"workerpool0-0-000000000010") '
+        'OR timestamp>"2024-05-01T12:00:01Z") AND timestamp<"2024-05-01T12:00:09.000000+00:00"'
+    )
+    where = parse_filter(text)
+    assert where.job_id == "123"
+    at = FLOOR + S
+    assert where.time_floor() == at  # the OR's oldest branch: reading starts there
+    assert not where.keeps((at, "workerpool0-0-000000000010"), "INFO")
+    assert where.keeps((at, "workerpool0-0-000000000011"), "INFO")
+    assert where.keeps((at + 1, "workerpool0-0-000000000001"), "INFO")
+    assert not where.keeps((at - 1, "workerpool0-0-000000000099"), "INFO")
+    assert not where.keeps((FLOOR + 9 * S, "workerpool0-0-000000000099"), "INFO")
+
+
+def test_not_or_and_parentheses_follow_cloud_loggings_precedence() -> None:
+    # NOT binds first, then OR, then AND: `a OR b AND c` is `(a OR b) AND c`
+    where = parse_filter(
+        'resource.labels.job_id="1" severity=ERROR OR severity=INFO AND NOT timestamp<"2024-05-01T12:00:00Z"'
+    )
+    assert where.keeps((FLOOR, "a"), "INFO") and where.keeps((FLOOR, "a"), "ERROR")
+    assert not where.keeps((FLOOR, "a"), "WARNING") and not where.keeps((FLOOR - 1, "a"), "INFO")
+    nested = parse_filter('resource.labels.job_id="1" AND ' + "(" * 16 + "severity>=ERROR" + ")" * 16)
+    assert nested.keeps((FLOOR, "a"), "ERROR") and not nested.keeps((FLOOR, "a"), "INFO")
 
 
 def test_how_an_entry_reads_back() -> None:

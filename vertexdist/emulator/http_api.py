@@ -5,7 +5,8 @@ Routes (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/): `POST /v1/{
 hyperparameterTuningJobs (these also `DELETE /v1/{name}`; `tuning_api` serves them), `/v1beta1/` alike.
 Errors are `{"error": {code, message, status}}`, which the client maps to google.api_core exceptions.
 `$alt=json;enum-encoding=int` asks for enums as numbers.
-Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging.api`). Emulator-only
+Resource Manager's `GET /v3/projects/ID` and `/v1/projects/ID` (`resource_manager.projects`) give a project's
+number. Cloud Logging's `POST /v2/entries:list` serves the jobs' replica logs (`logging.api`). Emulator-only
 extensions live under `/vertexdist/` (the fault plan).
 Before any of that, `loopback_server.GuardedHandler` answers only the user who started the emulator, at its
 own address and origin, with JSON writes (docs/security.md).
@@ -30,6 +31,7 @@ from vertexdist.emulator.http_body import BodyError, parse_json_object, read_bod
 from vertexdist.emulator.logging import api as logging_api
 from vertexdist.emulator.logging.entries import JobEntries
 from vertexdist.emulator.paging import list_page
+from vertexdist.emulator.resource_manager.projects import project_answer
 from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.vertex import tuning_api
 from vertexdist.emulator.vertex.experiments import ExperimentsApi
@@ -150,7 +152,9 @@ class _Handler(GuardedHandler):  # the guard (Host, Origin, JSON writes, owner) 
             if path.startswith("/vertexdist/"):
                 self._extension(verb, path, query)
                 return
-            extra = self.server.experiments.answer(verb, path, split.query, self._body)
+            extra = project_answer(verb, path, self._known_projects())
+            if extra is None:
+                extra = self.server.experiments.answer(verb, path, split.query, self._body)
             extra = extra if extra is not None else self._routes(verb, path, query)
             if extra is not None:
                 self._send(HTTPStatus.OK, extra)
@@ -174,6 +178,12 @@ class _Handler(GuardedHandler):  # the guard (Host, Origin, JSON writes, owner) 
         except Exception as exc:  # an answer, not a dropped connection that clients would retry
             BaseHTTPRequestHandler.log_message(self, "internal error on %s %s: %r", verb, path, exc)
             self._error(ApiError(500, "INTERNAL", f"the emulator failed: {type(exc).__name__}: {exc}"))
+
+    def _known_projects(self) -> set[str]:
+        """The project ids of the emulator's resources (to find a project asked for by number)."""
+        return {
+            name.split("/")[1] for name in self.server.service.store.names() if name.startswith("projects/")
+        }
 
     def _routes(self, verb: str, path: str, query: dict[str, str]) -> dict[str, Any] | None:
         return self.server.routes.answer(verb, path, query, self._body) if self.server.routes else None

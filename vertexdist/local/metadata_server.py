@@ -12,7 +12,6 @@ another user of the host cannot take the job's token.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from vertexdist.loopback_server import GuardedHandler, LoopbackServer
+from vertexdist.wire.projects import project_number
 
 _ROOT = "/computeMetadata/v1/"
 TOKEN_LIFETIME_S = 3599
@@ -43,7 +43,7 @@ class JobIdentity:
     @property
     def project_number(self) -> str:
         """A stable 12-digit stand-in for the project number (the emulator knows projects by id)."""
-        return str(10**11 + int(hashlib.sha256(self.project.encode()).hexdigest(), 16) % (9 * 10**11))
+        return project_number(self.project)
 
 
 def metadata_answer(identity: JobIdentity, path: str, query: Mapping[str, str]) -> tuple[int, str, Any]:

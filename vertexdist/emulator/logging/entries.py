@@ -120,7 +120,7 @@ class JobEntries:
         for entry in heapq.merge(*streams, key=lambda entry: entry.key):
             if after is not None and entry.key <= after:
                 continue
-            if where.keeps_time(entry.key[0]) and where.keeps_severity(entry.line.severity):
+            if where.keeps(entry.key, entry.line.severity):
                 yield entry
 
     @staticmethod

@@ -164,30 +164,48 @@ def write_stream(chunks: Iterator[bytes], dest: Path, hashes: Hashes | None = No
 
 
 def _boundary(content_type: str) -> bytes:
-    match = re.search(r'boundary="?([^";]+)"?', content_type)
+    """The boundary of a `multipart/related` type: bare, double-quoted (RFC 2046) or single-quoted, as the
+    gcloud CLI writes it (`boundary='===...=='`)."""
+    match = re.search(r"""boundary=(?:"([^"]+)"|'([^']+)'|([^";\s]+))""", content_type)
     if not match:
         raise StoreError(400, "invalid", "A multipart upload needs a boundary in its Content-Type.")
-    return match.group(1).encode()
+    return next(group for group in match.groups() if group).encode()
 
 
 def _part_headers(block: bytes) -> dict[str, str]:
     found = {}
-    for line in block.split(b"\r\n"):
-        name, sep, value = line.partition(b":")
+    for line in block.split(b"\n"):
+        name, sep, value = line.rstrip(b"\r").partition(b":")
         if sep:
             found[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
     return found
 
 
-def _locate(head: bytes, boundary: bytes) -> tuple[int, int, int] | None:
-    """Where the metadata starts and ends and the media starts, once `head` reaches that far."""
-    first = b"--" + boundary + b"\r\n"
-    delimiter = b"\r\n--" + boundary + b"\r\n"
-    start = head.find(first)
-    meta_at = head.find(b"\r\n\r\n", start + len(first)) if start >= 0 else -1
-    meta_end = head.find(delimiter, meta_at + 4) if meta_at >= 0 else -1
-    media_at = head.find(b"\r\n\r\n", meta_end + len(delimiter)) if meta_end >= 0 else -1
-    return (meta_at + 4, meta_end, media_at + 4) if media_at >= 0 else None
+def _layout(boundary: bytes) -> re.Pattern[bytes]:
+    """The body up to the media's first byte: delimiter, headers, blank line, metadata, delimiter, headers,
+    blank line. Lines end in CRLF (RFC 2046) or LF alone (the gcloud CLI)."""
+    dash = b"--" + re.escape(boundary)
+    headers = rb"(?:[^\r\n]+\r?\n)*\r?\n"
+    return re.compile(
+        dash
+        + rb"\r?\n"
+        + headers
+        + rb"(?P<meta>.*?)\r?\n"
+        + dash
+        + rb"\r?\n(?P<media_headers>"
+        + headers
+        + rb")",
+        re.DOTALL,
+    )
+
+
+def _locate(head: bytes, layout: re.Pattern[bytes]) -> tuple[int, int, int, int] | None:
+    """Where the metadata starts and ends, and the media's headers and bytes start, once `head` reaches
+    that far."""
+    match = layout.search(head)
+    if match is None:
+        return None
+    return match.start("meta"), match.end("meta"), match.start("media_headers"), match.end()
 
 
 def split_multipart(content_type: str, chunks: Iterator[bytes], dest: Path) -> tuple[bytes, str, Hashes]:
@@ -195,35 +213,36 @@ def split_multipart(content_type: str, chunks: Iterator[bytes], dest: Path) -> t
     part, which is written to `dest`). The media part is streamed: only its last bytes are held back, to
     take the closing delimiter off."""
     boundary = _boundary(content_type)
-    delimiter = b"\r\n--" + boundary
+    layout = _layout(boundary)
     head = b""
     found = None
     for chunk in chunks:
         head += chunk
-        found = _locate(head, boundary)
+        found = _locate(head, layout)
         if found is not None or len(head) > MAX_HEAD_BYTES:
             break
     else:
-        found = _locate(head, boundary)
+        found = _locate(head, layout)
     if found is None:
         raise StoreError(400, "invalid", "The multipart upload's body is not metadata followed by media.")
-    meta_at, meta_end, media_at = found
+    meta_at, meta_end, headers_at, media_at = found
     metadata = head[meta_at:meta_end]
-    media_headers = _part_headers(head[meta_end + len(delimiter) + 2 : media_at - 4])
-    closing = delimiter + b"--"
+    media_headers = _part_headers(head[headers_at:media_at])
+    closing = b"--" + boundary + b"--"
     hashes = Hashes()
     held = head[media_at:]
+    keep = len(closing) + 4  # the closing delimiter and the line ends around it
     with open(dest, "wb") as out:
         for chunk in chunks:
             held += chunk
-            keep = len(closing) + 4  # the closing delimiter and a CRLF around it
             if len(held) > keep:
                 out.write(held[:-keep])
                 hashes.update(held[:-keep])
                 held = held[-keep:]
         end = held.rfind(closing)
-        if end < 0:
+        line_end = 2 if held[:end].endswith(b"\r\n") else 1 if held[:end].endswith(b"\n") else 0
+        if end < 0 or not line_end:
             raise StoreError(400, "invalid", "The multipart upload's body has no closing delimiter.")
-        out.write(held[:end])
-        hashes.update(held[:end])
+        out.write(held[: end - line_end])
+        hashes.update(held[: end - line_end])
     return metadata, media_headers.get("content-type", "application/octet-stream"), hashes

@@ -1,8 +1,9 @@
 """The Cloud Storage JSON API over `store`, as google-cloud-storage (and the Node and Go clients, through
 STORAGE_EMULATOR_HOST) speak it: https://cloud.google.com/storage/docs/json_api/v1.
 
-Served: buckets insert/get/list/patch/delete (and an empty IAM policy); objects insert (media, multipart and
-resumable uploads: https://cloud.google.com/storage/docs/performing-resumable-uploads), get (metadata or
+Served: buckets insert/get/list/patch/delete (and an empty IAM policy, its storage layout, no managed
+folders); objects insert (media, multipart and resumable uploads, also at gcloud's `/resumable/upload/...`:
+https://cloud.google.com/storage/docs/performing-resumable-uploads), get (metadata or
 `alt=media`, with `Range`), list (prefix, delimiter, offsets, matchGlob, pages), patch/update, delete,
 copyTo, rewriteTo, compose; downloads at `/download/storage/v1/...` and `/BUCKET/OBJECT`. Batch requests are
 not. Links in answers (`mediaLink`, `selfLink`, a resumable session's `Location`) are made from the address
@@ -61,6 +62,8 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     for name, pattern in (
         ("buckets", rf"^{_API}/b$"),
         ("bucket_iam", rf"^{_API}/b/(?P<bucket>[^/]+)/iam(?P<test>/testPermissions)?$"),
+        ("storage_layout", rf"^{_API}/b/(?P<bucket>[^/]+)/storageLayout$"),
+        ("managed_folders", rf"^{_API}/b/(?P<bucket>[^/]+)/managedFolders(?:/(?P<folder>.+))?$"),
         ("bucket", rf"^{_API}/b/(?P<bucket>[^/]+)$"),
         ("objects", rf"^{_API}/b/(?P<bucket>[^/]+)/o$"),
         (
@@ -70,7 +73,7 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
         ),
         ("compose", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+)/compose$"),
         ("object", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+)$"),
-        ("upload", r"^/upload/storage/v1/b/(?P<bucket>[^/]+)/o$"),
+        ("upload", r"^(?:/resumable)?/upload/storage/v1/b/(?P<bucket>[^/]+)/o$"),  # gcloud: /resumable
         ("download", r"^/download/storage/v1/b/(?P<bucket>[^/]+)/o/(?P<object>.+)$"),
         ("batch", r"^/batch/storage/v1$"),
         ("health", r"^/$"),
@@ -277,7 +280,8 @@ class _Handler(GuardedHandler):
     def _route_buckets(self, verb: str, params: dict[str, str]) -> None:
         store = self.server.store
         if verb == "POST":
-            self._json(self._bucket_resource(store.create_bucket(self._body())))
+            project = self._query.get("project", "")
+            self._json(self._bucket_resource(store.create_bucket(self._body(), project)))
         elif verb == "GET":
             prefix = self._query.get("prefix", "")
             items = [self._bucket_resource(b) for b in store.buckets() if b["name"].startswith(prefix)]
@@ -296,6 +300,37 @@ class _Handler(GuardedHandler):
             self._answer(204)
         else:
             raise self._refuse(verb)
+
+    def _route_storage_layout(self, verb: str, params: dict[str, str]) -> None:
+        """buckets.getStorageLayout (gcloud's `mv` and `rm -r` ask it first): a flat namespace, where the
+        bucket is (https://cloud.google.com/storage/docs/json_api/v1/buckets/getStorageLayout)."""
+        if verb != "GET":
+            raise self._refuse(verb)
+        record = self.server.store.bucket(params["bucket"])
+        self._json(
+            {
+                "kind": "storage#storageLayout",
+                "bucket": record["name"],
+                "location": record.get("location", "US"),
+                "locationType": record.get("locationType", "multi-region"),
+                "hierarchicalNamespace": {"enabled": False},
+            }
+        )
+
+    def _route_managed_folders(self, verb: str, params: dict[str, str]) -> None:
+        """managedFolders (gcloud's `rm -r` lists them): the emulator keeps no IAM, so a bucket has none;
+        a named one is not found (https://cloud.google.com/storage/docs/json_api/v1/managedFolders)."""
+        self.server.store.bucket(params["bucket"])
+        if verb == "GET" and not params.get("folder"):
+            self._json({"kind": "storage#managedFolders", "items": []})
+        elif verb in ("GET", "DELETE"):
+            raise StoreError(404, "notFound", f"No such managed folder: {params.get('folder', '')!r}")
+        else:
+            raise StoreError(
+                501,
+                "notImplemented",
+                "The emulator keeps no managed folders (they carry IAM, which it lacks).",
+            )
 
     def _bucket_resource(self, record: Record) -> dict[str, Any]:
         return {**record, "selfLink": f"{self._base}/storage/v1/b/{quote(record['name'], safe='')}"}

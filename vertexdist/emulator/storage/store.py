@@ -40,6 +40,7 @@ from typing import IO, Any
 import google_crc32c  # installed with google-cloud-storage
 
 from vertexdist.emulator.storage.fields import FieldError, check_fields
+from vertexdist.wire.projects import project_number
 
 READ_BYTES = 1 << 20
 BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
@@ -290,6 +291,8 @@ class ObjectStore:
         return self._buckets_dir / bucket
 
     def create_bucket(self, body: Mapping[str, Any], project: str = "") -> Record:
+        """A new bucket, owned by `project` (its number in `projectNumber`, as Cloud Storage gives it: the
+        SDK checks a staging bucket's owner by it); "0" when no project is named."""
         name = body.get("name") or ""
         if not isinstance(name, str):
             raise _invalid(f"A bucket's name must be a string, not {type(name).__name__} {name!r:.60}")
@@ -310,7 +313,7 @@ class ObjectStore:
                 "kind": "storage#bucket",
                 "id": name,
                 "name": name,
-                "projectNumber": "0",
+                "projectNumber": project_number(project) if project else "0",
                 "metageneration": "1",
                 "location": "US",
                 "storageClass": "STANDARD",

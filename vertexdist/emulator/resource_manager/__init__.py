@@ -1,0 +1,1 @@
+"""The emulated Resource Manager: `projects.get`, so clients that check a project's number find one."""
