@@ -328,3 +328,12 @@ class ObjectFolder:
         if not source.name.endswith("/"):
             shutil.copyfile(self.path(bucket, name), temp)
         return self.commit(to_bucket, to_name, temp)
+
+    def move(self, bucket: str, name: str, to_name: str) -> Entry:
+        """Rename an object within its bucket (objects.move): its file is moved, not copied."""
+        source = self.get(bucket, name)
+        if source.name.endswith("/") or to_name.endswith("/"):
+            raise ObjectError(400, "invalid", f"{gs_uri(bucket, name)}: a folder is not moved as an object")
+        temp = self.temp_file()
+        shutil.move(str(self.path(bucket, name)), str(temp))
+        return self.commit(bucket, to_name, temp)

@@ -7,7 +7,9 @@ checkpoints) or pyarrow's `GcsFileSystem` (Ray Tune and Train's `storage_path`, 
 run has no Cloud Storage, and pyarrow's client, sent there offline, retries for many minutes in silence. So
 the run starts this server and its replicas get (`storage_env`):
 
-- `STORAGE_EMULATOR_HOST`: google-cloud-storage and gcsfs send every call here, with anonymous credentials;
+- `STORAGE_EMULATOR_HOST`: google-cloud-storage and gcsfs send every call here (gcsfs's experimental
+  bucket-type lookup, a gRPC call to Cloud Storage's control API that no emulator serves, is turned off
+  with `GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false`);
 - `CLOUD_STORAGE_EMULATOR_ENDPOINT`: google-cloud-cpp's, and so pyarrow's `GcsFileSystem`, the same;
 - `GCE_METADATA_ROOT`: google-cloud-cpp still wants an access token and asks the metadata server for one; this
   server answers those paths too (`metadata_server.metadata_answer`, a dummy token), unless the job has a
@@ -16,8 +18,9 @@ the run starts this server and its replicas get (`storage_env`):
 
 Served: buckets get/list (every folder under the root is a bucket, and any bucket is made on first write);
 objects get (metadata or media, with `Range`), list (prefix, delimiter, startOffset, pages), insert (media,
-multipart and resumable uploads), delete, copyTo/rewriteTo, patch (a no-op: no metadata is kept). Anything
-else is answered at once with a 4xx naming the method and path, never a 5xx that clients retry for minutes.
+multipart and resumable uploads), delete, copyTo/rewriteTo, moveTo, patch (a no-op: no metadata is kept).
+Anything else is answered at once with a 4xx naming the method and path, never a 5xx that clients retry
+for minutes.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ READ_BYTES = 1 << 20
 MAX_JSON_BYTES = 10 << 20
 MAX_MULTIPART_BYTES = 256 << 20  # a multipart upload is read whole; clients send bigger ones resumable
 METADATA_ROOT = "/computeMetadata/"
+GCSFS_EXTENSIONS = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
 _API = r"(?:/storage/v1)?"
 _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     (name, re.compile(pattern))
@@ -54,6 +58,7 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
             rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+?)/(?:copyTo|rewriteTo)"
             r"/b/(?P<dest_bucket>[^/]+)/o/(?P<dest_object>.+)$",
         ),
+        ("move", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+?)/moveTo/o/(?P<dest_object>.+)$"),
         ("object", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+)$"),
         ("upload", r"^/upload/storage/v1/b/(?P<bucket>[^/]+)/o$"),
         ("download", r"^/download/storage/v1/b/(?P<bucket>[^/]+)/o/(?P<object>.+)$"),
@@ -66,7 +71,12 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
 def storage_env(endpoint: str, metadata_root: str | None) -> dict[str, str]:
     """The variables that send a replica's gs:// clients to the Cloud Storage at `endpoint` (see the
     module's text); `metadata_root` (host:port) answers google-cloud-cpp's token requests. Pure."""
-    env = {"STORAGE_EMULATOR_HOST": endpoint, "CLOUD_STORAGE_EMULATOR_ENDPOINT": endpoint}
+    env = {
+        "STORAGE_EMULATOR_HOST": endpoint,
+        "CLOUD_STORAGE_EMULATOR_ENDPOINT": endpoint,
+        # gcsfs's "bucket type" lookup asks Cloud Storage's control API over gRPC, which no emulator serves
+        GCSFS_EXTENSIONS: "false",
+    }
     if metadata_root:
         env["GCE_METADATA_ROOT"] = metadata_root
     return env
@@ -333,6 +343,13 @@ class _Handler(GuardedHandler):
             )
         else:
             self._json(resource)
+
+    def _route_move(self, verb: str, params: dict[str, str]) -> None:
+        if verb != "POST":
+            raise self._refuse(gs_uri(params["bucket"], params["object"]))
+        folder = self.server.folder
+        entry = folder.move(params["bucket"], params["object"], params["dest_object"])
+        self._json(folder.resource(entry, self._base))
 
     def _route_download(self, verb: str, params: dict[str, str]) -> None:
         if verb not in ("GET", "HEAD"):
