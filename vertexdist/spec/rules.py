@@ -11,7 +11,15 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from vertexdist.spec import catalog, limits, model_upload, ray_rules, script_rules, strategy_rules
+from vertexdist.spec import (
+    catalog,
+    limits,
+    model_upload,
+    ray_rules,
+    ray_script_rules,
+    script_rules,
+    strategy_rules,
+)
 from vertexdist.spec.catalog_data import (
     BOOT_DISK_TYPES,
     DEPRECATED_STRATEGIES,
@@ -509,6 +517,7 @@ RULES: tuple[Rule, ...] = (
     build_repository_region,
     *limits.RULES,
     *ray_rules.RULES,
+    *ray_script_rules.RULES,
     *strategy_rules.RULES,
     *script_rules.RULES,
     *model_upload.RULES,
