@@ -39,6 +39,7 @@ from typing import Any
 DIR_VARIABLE = "VERTEXDIST_HEALTH_DIR"  # local runs: where heartbeats go
 CONFIG_VARIABLE = "VERTEXDIST_HEALTH"  # {"hang_timeout": seconds | null, "straggler_ratio": 1.5}
 FAULTS_VARIABLE = "VERTEXDIST_HEALTH_FAULTS"  # [{"kind": "hang" | "slow", "local_rank": 0, ...}]
+ROLE_VARIABLE = "VERTEXDIST_HEALTH_ROLE"  # a watched process that is no training rank: "ray driver"
 HUNG_EXIT = 124  # a rank stopped because the job hung (as timeout(1) exits); the reason HUNG
 DEFAULT_HANG_TIMEOUT_S = 1800.0
 DEFAULT_STRAGGLER_RATIO = 1.5
@@ -92,10 +93,25 @@ def classify(frames: list[tuple[str, int, str]], distributed: bool = True) -> di
             break
     mine = [f for f in frames if not _library(f[0])] or frames[-1:]
     if not mine:
-        return {"state": state, "where": "", "what": what, "at": ""}
+        return {"state": state, "where": "", "what": what, "at": "", "top": ""}
     filename, line, function = mine[-1]
     at = f"{os.path.basename(filename)}:{line}"
-    return {"state": state, "where": f"{function} ({at})", "what": what, "at": at}
+    return {"state": state, "where": f"{function} ({at})", "what": what, "at": at, "top": top_frame(frames)}
+
+
+def top_frame(frames: list[tuple[str, int, str]]) -> str:
+    """The innermost frame, in the user's code or the library it waits in: `function (place:line)`, the
+    place a library's own path (`pyarrow/_fs.pyx`) or the file's name. Pure."""
+    if not frames:
+        return ""
+    filename, line, function = frames[-1]
+    place = os.path.basename(filename)
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in filename:
+            place = filename.split(marker, 1)[1]
+    if filename.startswith(_STDLIB + os.sep):
+        place = os.path.relpath(filename, _STDLIB)
+    return f"{function} ({place}:{line})"
 
 
 def _frames(frame: FrameType | None) -> list[tuple[str, int, str]]:
@@ -189,7 +205,8 @@ class Watcher:
         self.durations: deque[float] = deque(maxlen=WINDOW)
         self.samples: deque[str] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
         self.sample_steps: deque[int] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
-        self.last: dict[str, str] = {"state": "starting", "where": "", "what": "", "at": ""}
+        self.last: dict[str, str] = {"state": "starting", "where": "", "what": "", "at": "", "top": ""}
+        self.role = str(env.get(ROLE_VARIABLE, ""))  # "ray driver": a Ray job's driver, watched as a rank
         self.main = threading.main_thread().ident
         self.hooked = False
         self.hook_handle: Any = None
@@ -270,6 +287,8 @@ class Watcher:
             "where": self.last["where"],
             "what": self.last["what"],
             "at": self.last["at"],
+            "top": self.last.get("top", ""),
+            "role": self.role,
             "written_at": now,
         }
 
