@@ -9,7 +9,7 @@ from pathlib import Path
 
 from vertexdist.health.silence import duration_text, quiet_since, silence_line
 from vertexdist.local.health_monitor import HealthConfig, HealthMonitor
-from vertexdist.shipped.vertexdist_launcher.health import classify, top_frame
+from vertexdist.shipped.vertexdist_launcher.health import ROLE_VARIABLE, Watcher, classify, top_frame
 from vertexdist.spec.health import DEFAULT_SILENCE_S, HealthSpec
 
 DRIVER = {
@@ -103,3 +103,12 @@ def test_the_template_field_reaches_the_monitor() -> None:
     assert (
         HealthConfig.from_env({"VERTEXDIST_HEALTH": HealthSpec(silence="never").env_value()}).silence is None
     )
+
+
+def test_the_ray_driver_s_watcher_counts_no_optimizer_steps() -> None:
+    driver = Watcher({"RANK": "0", "WORLD_SIZE": "1", ROLE_VARIABLE: "ray driver"})
+    driver._hook(None, None, None)  # the driver's own torch step, if it makes one
+    assert driver.steps == 0 and driver.beat()["role"] == "ray driver"
+    rank = Watcher({"RANK": "0", "WORLD_SIZE": "1"})
+    rank._hook(None, None, None)
+    assert rank.steps == 1 and rank.beat()["role"] == ""

@@ -198,7 +198,6 @@ class Watcher:
                 if int(f.get("local_rank", 0)) == self.local_rank and f.get("replica") == self.replica
             ]
         self.steps = 0
-        self.manual = False
         self.started_at = time.time()
         self.first_step_at: float | None = None
         self.last_step_at: float | None = None
@@ -207,6 +206,9 @@ class Watcher:
         self.sample_steps: deque[int] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
         self.last: dict[str, str] = {"state": "starting", "where": "", "what": "", "at": "", "top": ""}
         self.role = str(env.get(ROLE_VARIABLE, ""))  # "ray driver": a Ray job's driver, watched as a rank
+        # A process that is no training rank counts no optimizer steps (a driver's own torch work would
+        # start a hang clock that its long wait in tuner.fit() would then run out).
+        self.manual = bool(self.role)
         self.main = threading.main_thread().ident
         self.hooked = False
         self.hook_handle: Any = None
@@ -405,7 +407,7 @@ def start(env: Mapping[str, str] | None = None) -> Watcher | None:
         return None
     try:
         watcher = Watcher(env)
-        if "torch.optim.optimizer" in sys.modules:
+        if "torch.optim.optimizer" in sys.modules and not watcher.manual:
             watcher._register()
         threading.Thread(target=watcher.run, name="vertexdist-health", daemon=True).start()
         atexit.register(watcher.finish)
