@@ -9,7 +9,7 @@ from pathlib import Path
 
 from vertexdist.health.silence import duration_text, quiet_since, silence_line
 from vertexdist.local.health_monitor import HealthConfig, HealthMonitor
-from vertexdist.shipped.vertexdist_launcher.health import ROLE_VARIABLE, Watcher, classify, top_frame
+from vertexdist.shipped.vertexdist_launcher.health import ROLE_VARIABLE, Watcher, top_frame
 from vertexdist.spec.health import DEFAULT_SILENCE_S, HealthSpec
 
 DRIVER = {
@@ -56,7 +56,7 @@ def test_the_top_frame_is_the_library_a_rank_waits_in() -> None:
         ("/venv/lib/python3.11/site-packages/pyarrow/_fs.pyx", 590, "get_file_info"),
     ]
     assert top_frame(frames) == "get_file_info (pyarrow/_fs.pyx:590)"
-    assert classify(frames)["top"] == "get_file_info (pyarrow/_fs.pyx:590)"
+    assert top_frame([("/job/train.py", 3, "<module>")]) == "<module> (train.py:3)"
 
 
 class FakeJob:

@@ -93,10 +93,10 @@ def classify(frames: list[tuple[str, int, str]], distributed: bool = True) -> di
             break
     mine = [f for f in frames if not _library(f[0])] or frames[-1:]
     if not mine:
-        return {"state": state, "where": "", "what": what, "at": "", "top": ""}
+        return {"state": state, "where": "", "what": what, "at": ""}
     filename, line, function = mine[-1]
     at = f"{os.path.basename(filename)}:{line}"
-    return {"state": state, "where": f"{function} ({at})", "what": what, "at": at, "top": top_frame(frames)}
+    return {"state": state, "where": f"{function} ({at})", "what": what, "at": at}
 
 
 def top_frame(frames: list[tuple[str, int, str]]) -> str:
@@ -260,7 +260,8 @@ class Watcher:
         frame = sys._current_frames().get(self.main) if self.main is not None else None
         if frame is None:
             return
-        self.last = classify(_frames(frame), self.world_size > 1)
+        frames = _frames(frame)
+        self.last = {**classify(frames, self.world_size > 1), "top": top_frame(frames)}
         self.samples.append(self.last["state"])
         self.sample_steps.append(self.steps)
 
