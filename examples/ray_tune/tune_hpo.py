@@ -36,9 +36,10 @@ def make_split(samples: int, features: int, seed: int) -> tuple[torch.Tensor, ..
 
 
 def storage_path(uri: str) -> str:
-    """Ray's storage_path for gs://BUCKET/path: Vertex mounts every bucket at /gcs/BUCKET (Cloud Storage
-    FUSE), which every node of the cluster sees. A plain path is made absolute, for every node alike."""
-    return str(Path(uri.replace("gs://", "/gcs/")).resolve())
+    """Ray's storage_path: a gs:// URI as it is, as the chapter writes it (Ray reaches it through pyarrow's
+    GcsFileSystem; on Vertex that is Cloud Storage, in vertexdist's local runs and emulator the job's own).
+    A plain path is made absolute, for every node alike."""
+    return uri if uri.startswith("gs://") else str(Path(uri).resolve())
 
 
 def train_with_config(config: dict[str, Any]) -> None:

@@ -128,6 +128,10 @@ def test_the_ray_examples_run_through_local_run_and_the_emulator_side_by_side(
         assert cli.returncode == 0, f"{name}:\n{outputs[name][-6000:]}"
 
     check_tune(tune / "logs")
+    # Ray stored the results at gs://.../model/ (AIP_MODEL_DIR) through pyarrow: the job's gs:// folder.
+    found = (tune / "gcs").rglob("ray-tune-example")  # the job's output folder has the display name too
+    [experiment] = [path for path in found if path.parent.name == "model"]
+    assert len(list(experiment.glob("train_with_config_*"))) == 8, sorted(experiment.iterdir())
     check_readable(outputs["local-run tune"], tune / "logs")
     assert kit.job_processes(kit.replica_groups(tune), tune) == []  # every Ray node stopped with its job
 

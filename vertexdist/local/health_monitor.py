@@ -8,6 +8,9 @@ are `vertexdist.health.verdict`'s (pure); this module only reads files, writes t
   `HUNG_EXIT`. The job fails with the verdict (`impose_failure`); ranks still alive `EXIT_WAIT_S` later are
   stopped.
 - at the end: `summary.json` keeps the verdict, the stragglers and the end time, for `vertexdist ranks`.
+- silent: no replica printed a line (its log file unchanged) and no rank stepped for `silence` seconds: one
+  line (`vertexdist.health.silence`) names where each rank's main thread is, the Ray driver's included;
+  the job goes on. One line per quiet spell.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from typing import Protocol
 
 from vertexdist.backends.base import JobError
 from vertexdist.health.folder import SUMMARY_FILE, read_beats
+from vertexdist.health.silence import quiet_since, silence_line
 from vertexdist.health.verdict import hang_verdict, straggler_line, stragglers
 from vertexdist.shipped.vertexdist_launcher import health as watcher
-from vertexdist.spec.health import DEFAULT_HANG_TIMEOUT_S, DEFAULT_STRAGGLER_RATIO
+from vertexdist.spec.health import DEFAULT_HANG_TIMEOUT_S, DEFAULT_SILENCE_S, DEFAULT_STRAGGLER_RATIO
 
 TICK_S = 1.0
 EXIT_WAIT_S = 5.0
@@ -48,6 +52,7 @@ class Supervised(Protocol):
 class HealthConfig:
     hang_timeout: float | None = float(DEFAULT_HANG_TIMEOUT_S)
     straggler_ratio: float = DEFAULT_STRAGGLER_RATIO
+    silence: float | None = float(DEFAULT_SILENCE_S)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> HealthConfig:
@@ -59,8 +64,11 @@ class HealthConfig:
         except (ValueError, TypeError):
             return cls()
         timeout = data.get("hang_timeout", DEFAULT_HANG_TIMEOUT_S)
+        silence = data.get("silence", DEFAULT_SILENCE_S)
         return cls(
-            float(timeout) if timeout else None, float(data.get("straggler_ratio", DEFAULT_STRAGGLER_RATIO))
+            float(timeout) if timeout else None,
+            float(data.get("straggler_ratio", DEFAULT_STRAGGLER_RATIO)),
+            float(silence) if silence else None,
         )
 
 
@@ -72,9 +80,12 @@ class HealthMonitor:
     clock: Callable[[], float] = time.time
     verdict: str | None = None
     flagged: dict[int, float] = field(default_factory=dict)
+    started_at: float | None = None
+    silence_told: float | None = None  # the quiet spell (its start) the last silence line was about
 
     def new_attempt(self) -> None:
         """A new attempt's ranks start afresh: the last attempt's heartbeats and verdict go."""
+        self.started_at = self.clock()
         for name in (watcher.BEATS_DIR, watcher.STACKS_DIR):
             shutil.rmtree(self.health_dir / name, ignore_errors=True)
         (self.health_dir / watcher.VERDICT_FILE).unlink(missing_ok=True)
@@ -93,6 +104,23 @@ class HealthMonitor:
             if self.verdict is not None:
                 self._end_hung(self.verdict)
         return self.verdict
+
+    def check_silence(self, last_output_at: Callable[[], float | None]) -> str | None:
+        """One look for silence (`last_output_at()`: when a replica last printed, LocalJob's): the line,
+        once per quiet spell that has lasted `silence` seconds."""
+        if self.config.silence is None or self.verdict is not None:
+            return None
+        now = self.clock()
+        if self.started_at is None:
+            self.started_at = now
+        beats = read_beats(self.health_dir)
+        since = quiet_since(beats, last_output_at(), self.started_at)
+        if now - since < self.config.silence or self.silence_told == since:
+            return None
+        self.silence_told = since
+        line = silence_line(beats, now - since)
+        self.job.note(line)
+        return line
 
     def _end_hung(self, verdict: str) -> None:
         """The job fails with `verdict`; its ranks print their stacks and exit `HUNG_EXIT` themselves (their
@@ -119,6 +147,10 @@ class HealthMonitor:
         while not self.job.done:
             with contextlib.suppress(Exception):  # a broken heartbeat never takes the job down
                 self.check()
+            heard = getattr(self.job, "last_output_at", None)
+            if callable(heard):
+                with contextlib.suppress(Exception):
+                    self.check_silence(heard)
             time.sleep(TICK_S)
         self.write_summary()
 

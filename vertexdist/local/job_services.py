@@ -1,5 +1,8 @@
 """What a local job's replicas reach besides each other, as on Vertex: the metadata server of their
-service account (`metadata_server`), and endpoints the runner adds (the emulator's Cloud Storage).
+service account (`metadata_server`), endpoints the runner adds (the emulator's Cloud Storage), and gs:// for
+every client: the emulator's Cloud Storage, or, for a job the emulator does not run, the job's own gs://
+folder served (`gcs_server`), with the variables that send google-cloud-storage, gcsfs and pyarrow there
+(`gcs_server.storage_env`).
 
 Started while the job is PENDING, after its plan is made, and stopped when it ends. With a metadata
 server, the host's own Application Default Credentials are hidden from the replicas (GOOGLE_APPLICATION_
@@ -13,10 +16,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from vertexdist.local.gcs_server import FolderStorageServer, storage_env
 from vertexdist.local.metadata_server import JobIdentity, MetadataServer
 from vertexdist.local.plan import LaunchPlan
 
 _HOST_CREDENTIALS = ("GOOGLE_APPLICATION_CREDENTIALS",)
+EMULATOR_STORAGE = "STORAGE_EMULATOR_HOST"
+UPLOADS_DIR = ".gcs-uploads"  # in the run folder: uploads to the job's gs:// under way
 
 
 def replica_base_env(hide_host_credentials: bool) -> dict[str, str]:
@@ -41,19 +47,31 @@ class JobServices:
     identity: JobIdentity | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     _server: MetadataServer | None = field(default=None, init=False, repr=False)
+    _storage: FolderStorageServer | None = field(default=None, init=False, repr=False)
 
     def base_env(self) -> dict[str, str]:
         return replica_base_env(self.identity is not None)
 
     def start(self, plan: LaunchPlan) -> LaunchPlan:
         extra = dict(self.env)
+        metadata_root: str | None = None
         if self.identity is not None:
             self._server = MetadataServer(self.identity).start()
             extra.update(self._server.env())
             extra["CLOUDSDK_CONFIG"] = str(plan.run_dir / "gcloud-config")  # empty: no user ADC file
+            metadata_root = self._server.address
+        if self.env.get(EMULATOR_STORAGE):
+            extra.update(storage_env(self.env[EMULATOR_STORAGE], metadata_root))
+        elif plan.gcs_root is not None:
+            identity = self.identity or JobIdentity("local", "local", plan.job_id)
+            self._storage = FolderStorageServer(plan.gcs_root, plan.run_dir / UPLOADS_DIR, identity).start()
+            extra.update(storage_env(self._storage.endpoint, metadata_root or self._storage.address))
         return plan_with_env(plan, extra)
 
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self._storage is not None:
+            self._storage.stop()
+            self._storage = None

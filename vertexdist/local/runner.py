@@ -314,6 +314,14 @@ class LocalJob:
         with self._lock:
             return {name: status.log_path for name, status in self._replicas.items()}
 
+    def last_output_at(self) -> float | None:
+        """When a replica last printed a line: the newest change of their log files (None before any)."""
+        times = []
+        for path in self.log_paths().values():
+            with contextlib.suppress(OSError):
+                times.append(path.stat().st_mtime)
+        return max(times, default=None)
+
     def cancel(self) -> None:
         """Ask the job to stop; it becomes CANCELLING, then CANCELLED once every process is gone."""
         with self._lock:

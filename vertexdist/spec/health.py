@@ -1,4 +1,5 @@
-"""The template's `health:` section: when the job is called hung, and when a rank is a straggler.
+"""The template's `health:` section: when the job is called hung, when a rank is a straggler, and when a
+silent job is told where its ranks are.
 
 Pure: no torch, no google. Render passes it to the workers as one variable (`VERTEXDIST_HEALTH`, JSON),
 read by the shipped launcher's watcher (`vertexdist_launcher.health`) and the local runs' monitor.
@@ -27,6 +28,9 @@ DEFAULT_RENDEZVOUS_TIMEOUT_S = 600
 # Below this a hang_timeout ends healthy jobs: a checkpoint save, an evaluation or a slow first collective
 # each make no step for longer.
 MIN_SENSIBLE_HANG_TIMEOUT_S = 60
+# 2 min: a job that prints nothing and makes no step for that long gets a line saying where each rank is;
+# held equal to vertexdist.local.health_monitor's default by a test
+DEFAULT_SILENCE_S = 120
 
 
 class HealthSpec(BaseModel):
@@ -57,6 +61,22 @@ class HealthSpec(BaseModel):
         ),
     )
 
+    silence: int | None = Field(
+        default=DEFAULT_SILENCE_S,
+        description=(
+            "How long a local or emulator job may print nothing and make no step before it gets one status"
+            " line naming where each rank's main thread is (the job goes on); `never` turns it off."
+            f" Default 2m. {ACCEPTED_FORMS}."
+        ),
+    )
+
+    @field_validator("silence", mode="before")
+    @classmethod
+    def _silence(cls, value: object) -> int | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() == "never"):
+            return None
+        return int(parse_duration(value))
+
     @field_validator("rendezvous_timeout", mode="before")
     @classmethod
     def _join(cls, value: object) -> int:
@@ -76,6 +96,7 @@ class HealthSpec(BaseModel):
                 "hang_timeout": self.hang_timeout,
                 "straggler_ratio": self.straggler_ratio,
                 "rendezvous_timeout": self.rendezvous_timeout,
+                "silence": self.silence,
             },
             separators=(",", ":"),
         )

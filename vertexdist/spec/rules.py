@@ -17,6 +17,7 @@ from vertexdist.spec import (
     limits,
     model_upload,
     ray_rules,
+    ray_script_rules,
     script_rules,
     strategy_rules,
 )
@@ -517,6 +518,7 @@ RULES: tuple[Rule, ...] = (
     build_repository_region,
     *limits.RULES,
     *ray_rules.RULES,
+    *ray_script_rules.RULES,
     *strategy_rules.RULES,
     *script_rules.RULES,
     *model_upload.RULES,

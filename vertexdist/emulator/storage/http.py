@@ -5,7 +5,8 @@ Served: buckets insert/get/list/patch/delete (and an empty IAM policy, its stora
 folders); objects insert (media, multipart and resumable uploads, also at gcloud's `/resumable/upload/...`:
 https://cloud.google.com/storage/docs/performing-resumable-uploads), get (metadata or
 `alt=media`, with `Range`), list (prefix, delimiter, offsets, matchGlob, pages), patch/update, delete,
-copyTo, rewriteTo, compose; downloads at `/download/storage/v1/...` and `/BUCKET/OBJECT`. Batch requests are
+copyTo, rewriteTo, moveTo (within a bucket: gcsfs's `mv`, so `torch.distributed.checkpoint`'s), compose;
+downloads at `/download/storage/v1/...` and `/BUCKET/OBJECT`. Batch requests are
 not. Links in answers (`mediaLink`, `selfLink`, a resumable session's `Location`) are made from the address
 this server serves (127.0.0.1 and its own port), never from the request's Host header: objects stored by an
 emulator on another port are served by this one, and a forged Host never sends a client elsewhere.
@@ -71,6 +72,7 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
             rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+?)/(?P<kind>copyTo|rewriteTo)"
             r"/b/(?P<dest_bucket>[^/]+)/o/(?P<dest_object>.+)$",
         ),
+        ("move", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+?)/moveTo/o/(?P<dest_object>.+)$"),
         ("compose", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+)/compose$"),
         ("object", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+)$"),
         ("upload", r"^(?:/resumable)?/upload/storage/v1/b/(?P<bucket>[^/]+)/o$"),  # gcloud: /resumable
@@ -435,6 +437,23 @@ class _Handler(GuardedHandler):
                 "resource": record,
             }
         )
+
+    def _route_move(self, verb: str, params: dict[str, str]) -> None:
+        """objects.move: the object under its new name, the old one gone (a copy, then a delete of the
+        generation copied, so a writer in between keeps its own)."""
+        if verb != "POST":
+            raise self._refuse(verb)
+        store = self.server.store
+        source = store.get(
+            params["bucket"], params["object"], None, Preconditions.from_query(self._query, prefix="ifSource")
+        )
+        record = store.copy(
+            source, params["bucket"], params["dest_object"], {}, Preconditions.from_query(self._query)
+        )
+        store.delete(
+            params["bucket"], params["object"], Preconditions(generation_match=int(source["generation"]))
+        )
+        self._json(self._object(record))
 
     def _route_compose(self, verb: str, params: dict[str, str]) -> None:
         if verb != "POST":

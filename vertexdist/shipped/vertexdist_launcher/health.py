@@ -43,6 +43,7 @@ FAULTS_VARIABLE = "VERTEXDIST_HEALTH_FAULTS"  # [{"kind": "hang" | "slow", "loca
 # watcher writes into the log carries it, and readers take only lines with it. The watcher takes it out of
 # the process's environment as it starts, so the script, and what it runs, is not handed it.
 MARK_VARIABLE = "VERTEXDIST_HEALTH_MARK"
+ROLE_VARIABLE = "VERTEXDIST_HEALTH_ROLE"  # a watched process that is no training rank: "ray driver"
 HUNG_EXIT = 124  # a rank stopped because the job hung (as timeout(1) exits); the reason HUNG
 DEFAULT_HANG_TIMEOUT_S = 1800.0
 DEFAULT_STRAGGLER_RATIO = 1.5
@@ -126,6 +127,21 @@ def classify(frames: list[tuple[str, int, str]], distributed: bool = True) -> di
     filename, line, function = mine[-1]
     at = f"{shown_name(filename)}:{line}"
     return {"state": state, "where": f"{function} ({at})", "what": what, "at": at}
+
+
+def top_frame(frames: list[tuple[str, int, str]]) -> str:
+    """The innermost frame, in the user's code or the library it waits in: `function (place:line)`, the
+    place a library's own path (`pyarrow/_fs.pyx`) or the file's name. Pure."""
+    if not frames:
+        return ""
+    filename, line, function = frames[-1]
+    place = os.path.basename(filename)
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in filename:
+            place = filename.split(marker, 1)[1]
+    if filename.startswith(_STDLIB + os.sep):
+        place = os.path.relpath(filename, _STDLIB)
+    return f"{function} ({place}:{line})"
 
 
 def _frames(frame: FrameType | None) -> list[tuple[str, int, str]]:
@@ -323,14 +339,17 @@ class Watcher:
                 if int(f.get("local_rank", 0)) == self.local_rank and f.get("replica") == self.replica
             ]
         self.steps = 0
-        self.manual = False
         self.started_at = time.time()
         self.first_step_at: float | None = None
         self.last_step_at: float | None = None
         self.durations: deque[float] = deque(maxlen=WINDOW)
         self.samples: deque[str] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
         self.sample_steps: deque[int] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
-        self.last: dict[str, str] = {"state": "starting", "where": "", "what": "", "at": ""}
+        self.last: dict[str, str] = {"state": "starting", "where": "", "what": "", "at": "", "top": ""}
+        self.role = str(env.get(ROLE_VARIABLE, ""))  # "ray driver": a Ray job's driver, watched as a rank
+        # A process that is no training rank counts no optimizer steps (a driver's own torch work would
+        # start a hang clock that its long wait in tuner.fit() would then run out).
+        self.manual = bool(self.role)
         self.main = threading.main_thread().ident
         self.hooked = False
         self.hook_handle: Any = None
@@ -384,7 +403,8 @@ class Watcher:
         frame = sys._current_frames().get(self.main) if self.main is not None else None
         if frame is None:
             return
-        self.last = classify(_frames(frame), self.world_size > 1)
+        frames = _frames(frame)
+        self.last = {**classify(frames, self.world_size > 1), "top": top_frame(frames)}
         self.samples.append(self.last["state"])
         self.sample_steps.append(self.steps)
 
@@ -413,6 +433,8 @@ class Watcher:
             "where": self.last["where"],
             "what": self.last["what"],
             "at": self.last["at"],
+            "top": self.last.get("top", ""),
+            "role": self.role,
             "written_at": now,
         }
 
@@ -531,7 +553,7 @@ def start(env: Mapping[str, str] | None = None) -> Watcher | None:
         watcher = Watcher(env)
         if env is os.environ:  # the script, and what it starts, is not handed the job's mark
             os.environ.pop(MARK_VARIABLE, None)
-        if "torch.optim.optimizer" in sys.modules:
+        if "torch.optim.optimizer" in sys.modules and not watcher.manual:
             watcher._register()
         threading.Thread(target=watcher.run, name=THREAD_NAME, daemon=True).start()
         atexit.register(watcher.finish)

@@ -1,8 +1,11 @@
 """The driver on the Ray head: `python -m vertexdist_launcher.ray_driver (-m MODULE | SCRIPT) ARGS`.
 
 It ties itself to the launcher (killed if the launcher dies), leaves Ray's noise out of its output
-(`ray_output`), then runs the user's code exactly as `python -m MODULE ARGS` would; an exception that ends
-it goes to the launcher's error file, whose last line the head's failure message shows.
+(`ray_output`), starts a health watcher that reports the driver as a rank of its own (rank 0 of 1, role
+"ray driver": where its main thread is, so a local job silent for long names the frame it waits in; it
+never steps, so no hang clock starts for it), then runs the user's code exactly as `python -m MODULE
+ARGS` would; an exception that ends it goes to the launcher's error file, whose last line the head's
+failure message shows.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ import os
 import sys
 from collections.abc import Sequence
 
+from . import health
 from .options import LauncherUsageError, parse_target
 from .ray_output import edit_driver_output
 from .worker import record_error, run_target, watch_parent
 
 ERROR_FILE_VARIABLE = "VERTEXDIST_DRIVER_ERROR_FILE"
+DRIVER = "ray driver"
 
 
 def read_error(path: str) -> str:
@@ -40,6 +45,9 @@ def main(argv: Sequence[str]) -> None:
         print(f"vertexdist_launcher.ray_driver: {exc}", file=sys.stderr)
         sys.exit(2)
     edit_driver_output()
+    health.start(
+        {**os.environ, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", health.ROLE_VARIABLE: DRIVER}
+    )
     try:
         run_target(target)
     except Exception as exc:
