@@ -17,6 +17,7 @@ from vertexdist.emulator.vertex.jobs import ApiError, EmulatorService
 from vertexdist.emulator.vertex.models import ModelRegistry
 from vertexdist.emulator.vertex.models_api import ModelsApi
 from vertexdist.emulator.vertex.operations import Operations
+from vertexdist.emulator.vertex.pipelines import PipelineJobs
 from vertexdist.emulator.vertex.persistent_resources import PersistentResourceRoutes, PersistentResources
 
 _PARENT = r"(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)"
@@ -49,6 +50,7 @@ class EmulatorRoutes:
         resources = PersistentResources(service.store, service)
         self.persistent_resources = PersistentResourceRoutes(resources)
         service.check_placement = resources.check_job
+        self.pipelines: PipelineJobs | None = None  # PipelineService's pipelineJobs (vertex.pipelines)
 
     def answer(
         self, verb: str, path: str, query: dict[str, str], read_body: ReadBody
@@ -56,6 +58,8 @@ class EmulatorRoutes:
         answered = self.persistent_resources.answer(verb, path, query, read_body)
         if answered is None:
             answered = self.models_api.answer(verb, path, query, read_body)
+        if answered is None and self.pipelines is not None:
+            answered = self.pipelines.answer(verb, path, query, read_body)
         if answered is not None:
             return answered
         for route_verb, pattern, handler in _ROUTES:

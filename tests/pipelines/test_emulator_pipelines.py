@@ -1,0 +1,102 @@
+"""PipelineJobs on the emulator through the real SDK and kfp: one test per path (data flow, ParallelFor,
+condition and exit handler; a failing task; a cancelled run)."""
+
+# No `from __future__ import annotations`: kfp reads the components' annotations as types.
+
+from pathlib import Path
+from typing import Any
+
+from kfp import compiler, dsl
+from kfp.dsl import Dataset, Input, Output, PipelineTaskFinalStatus
+
+from tests.pipelines.conftest import ROOT
+
+SERVICE_ACCOUNT = "runner@pipe-proj.iam.gserviceaccount.com"  # submit() then never asks Resource Manager
+
+
+@dsl.component
+def make_data(rows: int, data: Output[Dataset]) -> str:
+    with open(data.path, "w") as handle:
+        handle.write("\n".join(str(i) for i in range(rows)))
+    return data.uri
+
+
+@dsl.component
+def score(lr: float, data: Input[Dataset]) -> float:
+    with open(data.path) as handle:
+        rows = len(handle.read().splitlines())
+    return lr * rows
+
+
+@dsl.component
+def best(scores: list) -> float:
+    return max(scores)
+
+
+@dsl.component
+def report(status: PipelineTaskFinalStatus, out: Output[Dataset]) -> None:
+    with open(out.path, "w") as handle:
+        handle.write(f"{status.state} {status.pipeline_task_name}")
+
+
+@dsl.component
+def fail_loudly() -> None:
+    raise SystemExit("no data for this step")
+
+
+@dsl.component
+def wait_for_file(path: str) -> None:
+    import os
+    import time
+
+    while not os.path.exists(path):
+        time.sleep(0.05)
+
+
+@dsl.pipeline(name="flow")
+def flow(rows: int = 4) -> None:
+    exit_task = report()
+    with dsl.ExitHandler(exit_task):
+        data = make_data(rows=rows)
+        with dsl.ParallelFor([0.5, 1.0, 2.0]) as lr:
+            each = score(lr=lr, data=data.outputs["data"])
+        top = best(scores=dsl.Collected(each.output))
+        with dsl.If(top.output > 5.0):
+            score(lr=10.0, data=data.outputs["data"]).set_display_name("big")
+        with dsl.If(top.output > 1000.0):
+            score(lr=0.0, data=data.outputs["data"]).set_display_name("never")
+
+
+def _compile(function: Any, folder: Path) -> str:
+    path = folder / f"{function.name}.yaml"
+    compiler.Compiler().compile(function, str(path))
+    return str(path)
+
+
+def _tasks(job: Any) -> dict[str, Any]:
+    return {t.task_name: t for t in job.task_details}
+
+
+def test_a_pipeline_runs_its_dag_with_data_loops_conditions_and_exit_handler(aip: Any, tmp_path: Path) -> None:
+    job = aip.PipelineJob(
+        display_name="flow", template_path=_compile(flow, tmp_path), pipeline_root=ROOT, enable_caching=False
+    )
+    job.submit(service_account=SERVICE_ACCOUNT)
+    job.wait()
+    assert job.state.name == "PIPELINE_STATE_SUCCEEDED", job.gca_resource.error
+    tasks = _tasks(job)
+    assert tasks["best"].state.name == "SUCCEEDED"
+    assert tasks["best"].execution.metadata["output:Output"] == 8.0  # 2.0 * 4 rows, from three iterations
+    assert tasks["condition-3"].state.name == "SUCCEEDED"
+    assert tasks["condition-4"].state.name == "NOT_TRIGGERED"
+    iterations = [t for t in job.task_details if t.task_name.startswith("for-loop-2-iteration-")]
+    assert len(iterations) == 3
+    data_uri = tasks["make-data"].outputs["data"].artifacts[0].uri
+    assert data_uri.startswith(f"{ROOT}/")
+    from google.cloud import storage
+
+    bucket, _, key = data_uri.removeprefix("gs://").partition("/")
+    assert storage.Client(project="pipe-proj").bucket(bucket).blob(key).download_as_text() == "0\n1\n2\n3"
+    out = tasks["report"].outputs["out"].artifacts[0].uri
+    bucket, _, key = out.removeprefix("gs://").partition("/")
+    assert storage.Client(project="pipe-proj").bucket(bucket).blob(key).download_as_text().startswith("SUCCEEDED")
