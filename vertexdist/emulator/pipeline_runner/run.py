@@ -213,19 +213,21 @@ class PipelineRun:
 
         with done:
             while pending or len(scope.results) < len(tasks):
+                progressed = False
                 for name in sorted(pending):
                     task = pending[name]
                     allowed = dag.may_start(task, scope.results)
                     if allowed is None:
                         continue
                     del pending[name]
+                    progressed = True
                     if not allowed or (self._stopping() and not dag.waits_for_all(task)):
                         state = dag.CANCELLED if self._cancelled.is_set() else dag.NOT_TRIGGERED
                         self.recorder.add(name, parent_id, state)
                         scope.results[name] = dag.Result(state)
                         continue
                     start(name, task)
-                if pending or len(scope.results) < len(tasks):
+                if not progressed and (pending or len(scope.results) < len(tasks)):
                     done.wait()
         for thread in threads:
             thread.join()

@@ -214,6 +214,7 @@ def launch(
     argv = without_install_preamble(command)
     if is_lightweight(argv):
         argv = subprocess_task_handler.replace_python_executable(argv, python)
+    make_private_dir(gcs_folder)
     make_private_dir(gcs_mount.stage_dir(task_dir))
     problem = gcs_mount.problem()
     if problem is None:
