@@ -22,10 +22,19 @@ ROOT = "gs://vd-pipelines/root"
 def pipeline_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     emu = Emulator(data_dir=tmp_path_factory.mktemp("pipeline-emulator"), hold_get_s=5.0)
     emu.start()
+    _EMULATORS.append(emu)
     try:
         yield emu
     finally:
+        _EMULATORS.remove(emu)
         emu.stop()
+
+
+_EMULATORS: list[Emulator] = []
+
+
+def current_emulator() -> Emulator:
+    return _EMULATORS[-1]
 
 
 @pytest.fixture

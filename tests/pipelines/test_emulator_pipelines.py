@@ -102,3 +102,63 @@ def test_a_pipeline_runs_its_dag_with_data_loops_conditions_and_exit_handler(aip
     out = tasks["report"].outputs["out"].artifacts[0].uri
     bucket, _, key = out.removeprefix("gs://").partition("/")
     assert storage.Client(project="pipe-proj").bucket(bucket).blob(key).download_as_text().startswith("SUCCEEDED")
+
+
+@dsl.pipeline(name="breaks")
+def breaks() -> None:
+    first = fail_loudly()
+    make_data(rows=1).after(first)  # never starts: its upstream failed
+    make_data(rows=2)  # independent: runs under the default (slow) failure policy
+
+
+def test_a_failing_task_fails_the_run_and_is_named(aip: Any, tmp_path: Path) -> None:
+    job = aip.PipelineJob(
+        display_name="breaks", template_path=_compile(breaks, tmp_path), pipeline_root=ROOT, enable_caching=False
+    )
+    job.submit(service_account=SERVICE_ACCOUNT)
+    try:
+        job.wait()
+    except RuntimeError:
+        pass  # the SDK raises on a failed job
+    assert job.state.name == "PIPELINE_STATE_FAILED"
+    assert "fail-loudly" in job.gca_resource.error.message
+    tasks = _tasks(job)
+    assert tasks["fail-loudly"].state.name == "FAILED"
+    assert "no data for this step" in tasks["fail-loudly"].error.message
+    assert tasks["make-data"].state.name == "NOT_TRIGGERED"
+    assert tasks["make-data-2"].state.name == "SUCCEEDED"
+
+
+@dsl.pipeline(name="waits")
+def waits(path: str) -> None:
+    wait_for_file(path=path)
+
+
+def test_cancel_stops_the_running_task(aip: Any, tmp_path: Path) -> None:
+    never = tmp_path / "never-written"
+    job = aip.PipelineJob(
+        display_name="waits",
+        template_path=_compile(waits, tmp_path),
+        pipeline_root=ROOT,
+        parameter_values={"path": str(never)},
+        enable_caching=False,
+    )
+    job.submit(service_account=SERVICE_ACCOUNT)
+    store = aip_store(job)
+    store.wait_until(job.resource_name, lambda j: _task_state(j, "wait-for-file") == "RUNNING", 60)
+    job.cancel()
+    done = store.wait_until(job.resource_name, lambda j: j["state"] == "PIPELINE_STATE_CANCELLED", 60)
+    assert done is not None and done["state"] == "PIPELINE_STATE_CANCELLED"
+    assert _task_state(done, "wait-for-file") == "CANCELLED"
+
+
+def _task_state(job: dict[str, Any], name: str) -> str:
+    found = [d["state"] for d in job.get("jobDetail", {}).get("taskDetails", []) if d["taskName"] == name]
+    return found[0] if found else ""
+
+
+def aip_store(job: Any) -> Any:
+    """The emulator's store, to wait on a task's state (an event) rather than poll with sleeps."""
+    from tests.pipelines.conftest import current_emulator
+
+    return current_emulator().store
