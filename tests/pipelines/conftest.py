@@ -11,7 +11,7 @@ import pytest
 os.environ["NO_GCE_CHECK"] = "true"
 pytest.importorskip("kfp")
 
-from vertexdist.emulator import Emulator  # noqa: E402
+from vertexdist.emulator import Emulator
 
 PROJECT = "pipe-proj"
 LOCATION = "us-central1"

@@ -3,6 +3,7 @@ condition and exit handler; a failing task; a cancelled run)."""
 
 # No `from __future__ import annotations`: kfp reads the components' annotations as types.
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,9 @@ def _tasks(job: Any) -> dict[str, Any]:
     return {t.task_name: t for t in job.task_details}
 
 
-def test_a_pipeline_runs_its_dag_with_data_loops_conditions_and_exit_handler(aip: Any, tmp_path: Path) -> None:
+def test_a_pipeline_runs_its_dag_with_data_loops_conditions_and_exit_handler(
+    aip: Any, tmp_path: Path
+) -> None:
     job = aip.PipelineJob(
         display_name="flow", template_path=_compile(flow, tmp_path), pipeline_root=ROOT, enable_caching=False
     )
@@ -101,7 +104,13 @@ def test_a_pipeline_runs_its_dag_with_data_loops_conditions_and_exit_handler(aip
     assert storage.Client(project="pipe-proj").bucket(bucket).blob(key).download_as_text() == "0\n1\n2\n3"
     out = tasks["report"].outputs["out"].artifacts[0].uri
     bucket, _, key = out.removeprefix("gs://").partition("/")
-    assert storage.Client(project="pipe-proj").bucket(bucket).blob(key).download_as_text().startswith("SUCCEEDED")
+    assert (
+        storage.Client(project="pipe-proj")
+        .bucket(bucket)
+        .blob(key)
+        .download_as_text()
+        .startswith("SUCCEEDED")
+    )
 
 
 @dsl.pipeline(name="breaks")
@@ -113,13 +122,14 @@ def breaks() -> None:
 
 def test_a_failing_task_fails_the_run_and_is_named(aip: Any, tmp_path: Path) -> None:
     job = aip.PipelineJob(
-        display_name="breaks", template_path=_compile(breaks, tmp_path), pipeline_root=ROOT, enable_caching=False
+        display_name="breaks",
+        template_path=_compile(breaks, tmp_path),
+        pipeline_root=ROOT,
+        enable_caching=False,
     )
     job.submit(service_account=SERVICE_ACCOUNT)
-    try:
+    with contextlib.suppress(RuntimeError):  # the SDK raises on a failed job
         job.wait()
-    except RuntimeError:
-        pass  # the SDK raises on a failed job
     assert job.state.name == "PIPELINE_STATE_FAILED"
     assert "fail-loudly" in job.gca_resource.error.message
     tasks = _tasks(job)

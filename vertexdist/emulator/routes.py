@@ -17,8 +17,8 @@ from vertexdist.emulator.vertex.jobs import ApiError, EmulatorService
 from vertexdist.emulator.vertex.models import ModelRegistry
 from vertexdist.emulator.vertex.models_api import ModelsApi
 from vertexdist.emulator.vertex.operations import Operations
-from vertexdist.emulator.vertex.pipelines import PipelineJobs
 from vertexdist.emulator.vertex.persistent_resources import PersistentResourceRoutes, PersistentResources
+from vertexdist.emulator.vertex.pipelines import PipelineJobs
 
 _PARENT = r"(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)"
 # Job collections whose Delete is a long-running operation; a new one (tuning jobs) is one more name here

@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import re
 import os
+import re
 import secrets
 import tempfile
 import threading
@@ -113,7 +113,11 @@ class JobStore:
     @staticmethod
     def _mark_interrupted(resource: Resource) -> None:
         state = str(resource.get("state", "")).split("_STATE_")[-1].lower()
-        prefix = "PIPELINE_STATE_" if re.search("/(trainingPipelines|pipelineJobs)/", resource["name"]) else "JOB_STATE_"
+        prefix = (
+            "PIPELINE_STATE_"
+            if re.search("/(trainingPipelines|pipelineJobs)/", resource["name"])
+            else "JOB_STATE_"
+        )
         stamp = now_rfc3339()
         resource["state"] = prefix + "FAILED"
         resource["error"] = {"code": ABORTED, "message": INTERRUPTED_MESSAGE.format(state=state)}

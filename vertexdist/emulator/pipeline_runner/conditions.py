@@ -1,4 +1,4 @@
-"""A task's `triggerPolicy.condition`: the CEL subset kfp's compiler writes for `dsl.If`/`dsl.Elif`/`dsl.Else`.
+"""A task's `triggerPolicy.condition`: the CEL subset kfp's compiler writes for `dsl.If`/`Elif`/`Else`.
 
 kfp compiles `dsl.If(step.output > 0.5)` to `inputs.parameter_values['pipelinechannel--step-Output'] > 0.5`,
 combined with `&&`, `||` and `!(...)`, with `int(...)`/`double(...)`/`string(...)` casts around values

@@ -106,9 +106,8 @@ def resolve_parameters(
             if ref["outputParameterKey"] in producer.parameters:
                 values[key] = producer.parameters[ref["outputParameterKey"]]
             elif producer.state == SUCCEEDED:
-                raise SpecError(
-                    f"input {key!r}: task {ref['producerTask']!r} gave no output {ref['outputParameterKey']!r}"
-                )
+                producer_name, output = ref["producerTask"], ref["outputParameterKey"]
+                raise SpecError(f"input {key!r}: task {producer_name!r} gave no output {output!r}")
         elif "taskFinalStatus" in source:
             producer_name = source["taskFinalStatus"]["producerTask"]
             producer = _producer(scope, producer_name, f"input {key!r}")
@@ -154,7 +153,9 @@ def resolve_artifacts(task: dict[str, Any], scope: Scope) -> Artifacts:
     return found
 
 
-def loop_items(task: dict[str, Any], parameters: dict[str, Any], artifacts: Artifacts) -> tuple[str, list[Any], bool]:
+def loop_items(
+    task: dict[str, Any], parameters: dict[str, Any], artifacts: Artifacts
+) -> tuple[str, list[Any], bool]:
     """A ParallelFor task's (item input name, items, items are artifacts)."""
     if "parameterIterator" in task:
         iterator = task["parameterIterator"]

@@ -66,7 +66,8 @@ class Recorder:
         if parent is not None:
             detail["parentTaskId"] = parent
         self.store.update(
-            self.job_name, lambda j: j.setdefault("jobDetail", {}).setdefault("taskDetails", []).append(detail)
+            self.job_name,
+            lambda j: j.setdefault("jobDetail", {}).setdefault("taskDetails", []).append(detail),
         )
         return task_id
 
@@ -237,7 +238,9 @@ class PipelineRun:
         component_name = task.get("componentRef", {}).get("name", "")
         component = self.components.get(component_name)
         if component is None:
-            raise dag.SpecError(f"task {name!r} names component {component_name!r}, which the spec does not have")
+            raise dag.SpecError(
+                f"task {name!r} names component {component_name!r}, which the spec does not have"
+            )
         parameters = dag.resolve_parameters(task, scope, self.job_name, {})
         artifacts = dag.resolve_artifacts(task, scope)
         condition = task.get("triggerPolicy", {}).get("condition")
@@ -266,12 +269,16 @@ class PipelineRun:
         task_id = self.recorder.add(name, parent_id, "RUNNING")
         if "parameterIterator" in task or "artifactIterator" in task:
             item_input, items, as_artifacts = dag.loop_items(task, parameters, artifacts)
-            iterations: list[tuple[dict[str, Any], dag.Artifacts]] = []
+            iterations: list[tuple[int, dict[str, Any], dag.Artifacts]] = []
             states: list[str] = []
             lock = threading.Lock()
 
             def one(index: int, item: Any) -> None:
-                it_params = dict(parameters) if as_artifacts else dag.iteration_inputs(item_input, item, parameters, component)
+                it_params = (
+                    dict(parameters)
+                    if as_artifacts
+                    else dag.iteration_inputs(item_input, item, parameters, component)
+                )
                 it_artifacts = {**artifacts, item_input: item} if as_artifacts else dict(artifacts)
                 it_id = self.recorder.add(f"{name}-iteration-{index}", task_id, "RUNNING")
                 results = self._run_dag(component, dag.Scope(it_params, it_artifacts), it_id)
@@ -279,16 +286,25 @@ class PipelineRun:
                 self.recorder.change(it_id, state)
                 with lock:
                     states.append(state)
-                    iterations.append((index, *dag.dag_outputs(component, results)))  # type: ignore[arg-type]
+                    outputs = dag.dag_outputs(component, results)
+                    iterations.append((index, outputs[0], outputs[1]))
 
-            threads = [threading.Thread(target=one, args=(i, item), daemon=True) for i, item in enumerate(items)]
+            threads = [
+                threading.Thread(target=one, args=(i, item), daemon=True) for i, item in enumerate(items)
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
-            ordered = [(p, a) for _i, p, a in sorted(iterations, key=lambda x: x[0])]  # type: ignore[misc]
+            ordered = [(p, a) for _i, p, a in sorted(iterations, key=lambda x: x[0])]
             out_params, out_artifacts = dag.collect(ordered)
-            state = dag.FAILED if dag.FAILED in states else dag.CANCELLED if dag.CANCELLED in states else dag.SUCCEEDED
+            state = (
+                dag.FAILED
+                if dag.FAILED in states
+                else dag.CANCELLED
+                if dag.CANCELLED in states
+                else dag.SUCCEEDED
+            )
         else:
             results = self._run_dag(component, dag.Scope(parameters, artifacts), task_id)
             out_params, out_artifacts = dag.dag_outputs(component, results)
@@ -369,7 +385,9 @@ class PipelineRun:
             self.recorder.change(task_id, dag.CANCELLED)
             return dag.Result(dag.CANCELLED, error=f"task {name!r} was cancelled")
         if code != 0:
-            return self._fail(task_id, name, f"the task's process exited with code {code}{self._log_tail(task_dir)}")
+            return self._fail(
+                task_id, name, f"the task's process exited with code {code}{self._log_tail(task_dir)}"
+            )
         outcome = read_outcome(code, component, made, input_dict)
         metadata = {f"input:{k}": v for k, v in parameters.items()}
         metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})

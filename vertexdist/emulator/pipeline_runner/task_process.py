@@ -104,7 +104,11 @@ class EnvironmentCache:
 
 
 def _kfp() -> Any:
-    from kfp.local import executor_input_utils, executor_output_utils, placeholder_utils
+    from kfp.local import (  # type: ignore[import-untyped]
+        executor_input_utils,
+        executor_output_utils,
+        placeholder_utils,
+    )
 
     return executor_input_utils, executor_output_utils, placeholder_utils
 
@@ -119,7 +123,7 @@ def executor_input(
     """The task's ExecutorInput (protobuf, and as kfp's placeholders read it): inputs given, parameter
     outputs to files under `local_root`, output artifacts under `gcs_root` in Cloud Storage."""
     from google.protobuf import json_format
-    from kfp.pipeline_spec import pipeline_spec_pb2
+    from kfp.pipeline_spec import pipeline_spec_pb2  # type: ignore[import-untyped]
 
     inputs_utils, _, _ = _kfp()
     spec = json_format.ParseDict(component, pipeline_spec_pb2.ComponentSpec(), ignore_unknown_fields=True)
@@ -152,7 +156,9 @@ def resolve_command(
     return resolved
 
 
-def read_outcome(exit_code: int, component: dict[str, Any], made_input: Any, input_dict: dict[str, Any]) -> TaskOutcome:
+def read_outcome(
+    exit_code: int, component: dict[str, Any], made_input: Any, input_dict: dict[str, Any]
+) -> TaskOutcome:
     """The task's output parameters (executor output and `dsl.OutputPath` files) and artifacts."""
     from google.protobuf import json_format
     from kfp.pipeline_spec import pipeline_spec_pb2

@@ -105,7 +105,12 @@ class PipelineJobs:
                 work = self.cancel if batch == ":batchCancel" else self.delete
                 for name in names:  # every name is checked before any is changed
                     self.get(str(name))
-                return self.operations.run(parent, version, lambda: [work(str(n)) for n in names] and None)
+
+                def every_one() -> None:
+                    for name in names:
+                        work(str(name))
+
+                return self.operations.run(parent, version, every_one)
         return None
 
     # --- methods ------------------------------------------------------------------------------------
@@ -113,7 +118,9 @@ class PipelineJobs:
         parse_parent(parent)
         spec = body.get("pipelineSpec")
         if not isinstance(spec, dict) or not isinstance(spec.get("root"), dict):
-            raise ApiError.invalid("pipelineJob.pipelineSpec is required: a compiled PipelineSpec with a root DAG")
+            raise ApiError.invalid(
+                "pipelineJob.pipelineSpec is required: a compiled PipelineSpec with a root DAG"
+            )
         runtime = body.get("runtimeConfig") or {}
         root = str(runtime.get("gcsOutputDirectory") or spec.get("defaultPipelineRoot") or "")
         if not root.startswith("gs://"):
