@@ -193,6 +193,8 @@ class Emulator:
             env=self._task_env,
             sync_in=locked(self.mirror.pull),
             sync_out=locked(self.mirror.push),
+            create_job=self.service.create_custom_job,
+            cancel_job=self.service.cancel,
         )
 
     def _fetch(self, uri: str, folder: Path) -> Path:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertexdist.emulator.pipeline_runner import dag
+from vertexdist.emulator.pipeline_runner import custom_job_step, dag
 from vertexdist.emulator.pipeline_runner.conditions import ConditionError, evaluate
 from vertexdist.emulator.pipeline_runner.task_process import (
     EnvironmentCache,
@@ -29,7 +29,7 @@ from vertexdist.emulator.pipeline_runner.task_process import (
     read_outcome,
     resolve_command,
 )
-from vertexdist.emulator.store import JobStore, new_id
+from vertexdist.emulator.store import JobStore, is_terminal, new_id
 from vertexdist.private_files import make_private_dir
 from vertexdist.wire.proto_json import now_rfc3339
 
@@ -46,6 +46,10 @@ class Workspace:
     env: dict[str, str]
     sync_in: Callable[[], object] = lambda: None  # Cloud Storage -> /gcs before a task
     sync_out: Callable[[], object] = lambda: None  # /gcs -> Cloud Storage after it
+    # The emulator's JobService, for google-cloud-pipeline-components' CustomJob steps: create(parent, body)
+    # -> the stored job; cancel(name).
+    create_job: Callable[[str, Resource], Resource] | None = None
+    cancel_job: Callable[[str], object] | None = None
 
 
 class Recorder:
@@ -354,6 +358,8 @@ class PipelineRun:
             pipeline_root=self.pipeline_root,
             job_id=self.job_id,
         )
+        if custom_job_step.is_custom_job_launcher(command):
+            return self._run_custom_job(name, task_id, command, component, made, input_dict, parameters)
         self.recorder.change(
             task_id, executorDetail={"containerDetail": {"mainJob": f"{self.job_name}/tasks/{task_id}"}}
         )
@@ -389,6 +395,61 @@ class PipelineRun:
                 task_id, name, f"the task's process exited with code {code}{self._log_tail(task_dir)}"
             )
         outcome = read_outcome(code, component, made, input_dict)
+        metadata = {f"input:{k}": v for k, v in parameters.items()}
+        metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
+        self.recorder.change(
+            task_id,
+            dag.SUCCEEDED,
+            outputs=artifact_details(outcome.artifacts),
+            execution={"metadata": metadata},
+        )
+        return dag.Result(dag.SUCCEEDED, outcome.parameters, outcome.artifacts, task_name=name)
+
+    def _run_custom_job(
+        self,
+        name: str,
+        task_id: str,
+        command: list[str],
+        component: Resource,
+        made: Any,
+        input_dict: Resource,
+        parameters: dict[str, Any],
+    ) -> dag.Result:
+        """google-cloud-pipeline-components' CustomJob step: the job made in the emulator, waited for, and
+        its resource name written where the launcher writes `gcp_resources`."""
+        if self.workspace.create_job is None:
+            return self._fail(task_id, name, "this emulator runs no CustomJobs for pipeline steps")
+        try:
+            call = custom_job_step.launcher_call(command)
+            parent = f"projects/{call.project}/locations/{call.location}"
+            job = self.workspace.create_job(parent, call.payload)
+        except Exception as exc:  # a bad payload, or the job service refusing it (ApiError)
+            return self._fail(
+                task_id, name, f"its CustomJob could not be created: {getattr(exc, 'message', exc)}"
+            )
+        job_name = str(job["name"])
+        self.recorder.change(task_id, executorDetail={"customJobDetail": {"job": job_name}})
+        while True:
+            found = self.store.wait_until(job_name, is_terminal, 1.0)
+            if found is None or is_terminal(found):
+                break
+            if self._cancelled.is_set() and self.workspace.cancel_job is not None:
+                with contextlib.suppress(Exception):
+                    self.workspace.cancel_job(job_name)
+                self.store.wait_until(job_name, is_terminal, 60.0)
+                break
+        found = self.store.get(job_name) or {}
+        state = str(found.get("state", ""))
+        if self._cancelled.is_set() or state == "JOB_STATE_CANCELLED":
+            self.recorder.change(task_id, dag.CANCELLED)
+            return dag.Result(dag.CANCELLED, error=f"task {name!r} was cancelled")
+        if state != "JOB_STATE_SUCCEEDED":
+            message = found.get("error", {}).get("message", state)
+            return self._fail(task_id, name, f"its CustomJob {job_name} ended {state}: {message}")
+        output = Path(call.gcp_resources)
+        make_private_dir(output.parent)
+        output.write_text(custom_job_step.gcp_resources(call.location, job_name))
+        outcome = read_outcome(0, component, made, input_dict)
         metadata = {f"input:{k}": v for k, v in parameters.items()}
         metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
         self.recorder.change(

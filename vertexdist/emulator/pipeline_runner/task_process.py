@@ -104,7 +104,7 @@ class EnvironmentCache:
 
 
 def _kfp() -> Any:
-    from kfp.local import (  # type: ignore[import-untyped]
+    from kfp.local import (
         executor_input_utils,
         executor_output_utils,
         placeholder_utils,
@@ -123,7 +123,7 @@ def executor_input(
     """The task's ExecutorInput (protobuf, and as kfp's placeholders read it): inputs given, parameter
     outputs to files under `local_root`, output artifacts under `gcs_root` in Cloud Storage."""
     from google.protobuf import json_format
-    from kfp.pipeline_spec import pipeline_spec_pb2  # type: ignore[import-untyped]
+    from kfp.pipeline_spec import pipeline_spec_pb2
 
     inputs_utils, _, _ = _kfp()
     spec = json_format.ParseDict(component, pipeline_spec_pb2.ComponentSpec(), ignore_unknown_fields=True)
