@@ -172,3 +172,37 @@ def aip_store(job: Any) -> Any:
     from tests.pipelines.conftest import current_emulator
 
     return current_emulator().store
+
+
+@dsl.pipeline(name="cached")
+def cached(rows: int = 3) -> None:
+    data = make_data(rows=rows)
+    score(lr=1.5, data=data.outputs["data"])
+
+
+def test_a_rerun_reuses_cached_tasks_and_gives_the_same_result(aip: Any, tmp_path: Path) -> None:
+    template = _compile(cached, tmp_path)
+    runs = []
+    for caching in (True, True, False):
+        job = aip.PipelineJob(
+            display_name="cached",
+            template_path=template,
+            pipeline_root=ROOT,
+            parameter_values={"rows": 7},  # this test's own inputs: no other test's cache entry matches
+            enable_caching=caching,
+        )
+        job.submit(service_account=SERVICE_ACCOUNT)
+        job.wait()
+        runs.append(_tasks(job))
+    first, again, uncached = runs
+    assert [first[n].state.name for n in ("make-data", "score")] == ["SUCCEEDED", "SUCCEEDED"]
+    assert [again[n].state.name for n in ("make-data", "score")] == ["SKIPPED", "SKIPPED"]
+    assert (
+        again["score"].execution.metadata["output:Output"]
+        == first["score"].execution.metadata["output:Output"]
+    )
+    assert (
+        again["make-data"].outputs["data"].artifacts[0].uri
+        == first["make-data"].outputs["data"].artifacts[0].uri
+    )
+    assert [uncached[n].state.name for n in ("make-data", "score")] == ["SUCCEEDED", "SUCCEEDED"]

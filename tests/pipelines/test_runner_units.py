@@ -96,3 +96,17 @@ def test_install_preamble_packages_leave_kfp_out() -> None:
     assert packages_to_install(command) == ["six", "attrs>=1"]
     assert without_install_preamble(command) == ["sh", "-c", '"$0" "$@"', "sh", "-ec", "run"]
     assert packages_to_install(["sh", "-c", "echo hi"]) == []
+
+
+def test_cache_keys_change_with_inputs_and_component() -> None:
+    from vertexdist.emulator.pipeline_runner.cache import cache_key
+
+    component = {"inputDefinitions": {"parameters": {"x": {}}}}
+    executor = {"image": "python:3.11", "command": ["python"]}
+    base = cache_key(component, executor, {"x": 1}, {"d": [{"uri": "gs://b/1"}]})
+    assert base == cache_key(component, executor, {"x": 1}, {"d": [{"uri": "gs://b/1"}]})
+    assert base != cache_key(component, executor, {"x": 2}, {"d": [{"uri": "gs://b/1"}]})
+    assert base != cache_key(component, executor, {"x": 1}, {"d": [{"uri": "gs://b/2"}]})
+    assert base != cache_key(
+        component, {**executor, "image": "other"}, {"x": 1}, {"d": [{"uri": "gs://b/1"}]}
+    )

@@ -24,6 +24,7 @@ from vertexdist.emulator.faults import FaultPlan as RequestFaults
 from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.local_runner import LocalBackendRunner
+from vertexdist.emulator.pipeline_runner.cache import TaskCache
 from vertexdist.emulator.pipeline_runner.run import Workspace
 from vertexdist.emulator.pipeline_runner.task_process import EnvironmentCache
 from vertexdist.emulator.routes import EmulatorRoutes
@@ -193,6 +194,7 @@ class Emulator:
             env=self._task_env,
             sync_in=locked(self.mirror.pull),
             sync_out=locked(self.mirror.push),
+            cache=TaskCache(self.data_dir / "pipeline-cache.json"),
             create_job=self.service.create_custom_job,
             cancel_job=self.service.cancel,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import threading
 import traceback
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vertexdist.emulator.pipeline_runner import custom_job_step, dag
+from vertexdist.emulator.pipeline_runner.cache import CachedOutputs, TaskCache, cache_key, caching_on
 from vertexdist.emulator.pipeline_runner.conditions import ConditionError, evaluate
 from vertexdist.emulator.pipeline_runner.task_process import (
     EnvironmentCache,
@@ -29,7 +31,7 @@ from vertexdist.emulator.pipeline_runner.task_process import (
     read_outcome,
     resolve_command,
 )
-from vertexdist.emulator.store import JobStore, is_terminal, new_id
+from vertexdist.emulator.store import JobStore, is_terminal
 from vertexdist.private_files import make_private_dir
 from vertexdist.wire.proto_json import now_rfc3339
 
@@ -48,6 +50,7 @@ class Workspace:
     sync_out: Callable[[], object] = lambda: None  # /gcs -> Cloud Storage after it
     # The emulator's JobService, for google-cloud-pipeline-components' CustomJob steps: create(parent, body)
     # -> the stored job; cancel(name).
+    cache: TaskCache | None = None  # earlier successful tasks' outputs (caching as Vertex does it)
     create_job: Callable[[str, Resource], Resource] | None = None
     cancel_job: Callable[[str], object] | None = None
 
@@ -60,7 +63,7 @@ class Recorder:
         self.job_name = job_name
 
     def add(self, name: str, parent: str | None, state: str, **fields: Any) -> str:
-        task_id = new_id()
+        task_id = _task_id()
         stamp = now_rfc3339()
         detail = {"taskId": task_id, "taskName": name, "createTime": stamp, "state": state, **fields}
         if state == "RUNNING":
@@ -88,6 +91,11 @@ class Recorder:
                             detail["endTime"] = now_rfc3339()
 
         self.store.update(self.job_name, apply)
+
+
+def _task_id() -> str:
+    """A task id: an int64 in PipelineTaskDetail, so below 2**63 (a job id's 19 digits may not fit)."""
+    return str(10**17 + secrets.randbelow(9 * 10**17))
 
 
 def artifact_details(artifacts: dag.Artifacts) -> dict[str, Any]:
@@ -339,6 +347,35 @@ class PipelineRun:
         if container is None:
             kind = sorted(executor) or ["nothing"]
             raise dag.SpecError(f"task {name!r}: executor {kind[0]!r} is not one the emulator runs")
+        cache = self.workspace.cache if caching_on(task) else None
+        key = cache_key(component, container, parameters, artifacts)
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            metadata = {f"input:{k}": v for k, v in parameters.items()}
+            metadata.update({f"output:{k}": v for k, v in hit.parameters.items()})
+            self.recorder.add(
+                name,
+                parent_id,
+                dag.SKIPPED,
+                inputs=artifact_details(artifacts),
+                outputs=artifact_details(hit.artifacts),
+                execution={"metadata": metadata, "description": f"cached: the outputs of {hit.job}"},
+            )
+            return dag.Result(dag.SKIPPED, hit.parameters, hit.artifacts, task_name=name)
+        result = self._run_uncached(name, component, container, parameters, artifacts, parent_id)
+        if cache is not None and result.state == dag.SUCCEEDED:
+            cache.put(key, CachedOutputs(result.parameters, result.artifacts, self.job_name))
+        return result
+
+    def _run_uncached(
+        self,
+        name: str,
+        component: Resource,
+        container: Resource,
+        parameters: dict[str, Any],
+        artifacts: dag.Artifacts,
+        parent_id: str,
+    ) -> dag.Result:
         task_id = self.recorder.add(
             name,
             parent_id,
