@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch is pinned for development: a CPU wheel of it is available locally, an unpinned one pulls GBs.
 	$(PY) -m pip install -q "torch==2.13.0" numpy
-	$(PY) -m pip install -q -e ".[dev,local,emulator,build,ray,docs,ui,strategies]"
+	$(PY) -m pip install -q -e ".[dev,local,emulator,build,ray,docs,ui,strategies,pipelines]"
 	touch $(STAMP)
 
 lint: venv

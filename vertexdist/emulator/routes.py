@@ -18,6 +18,7 @@ from vertexdist.emulator.vertex.models import ModelRegistry
 from vertexdist.emulator.vertex.models_api import ModelsApi
 from vertexdist.emulator.vertex.operations import Operations
 from vertexdist.emulator.vertex.persistent_resources import PersistentResourceRoutes, PersistentResources
+from vertexdist.emulator.vertex.pipelines import PipelineJobs
 
 _PARENT = r"(v1|v1beta1)/(projects/[^/]+/locations/[^/]+)"
 # Job collections whose Delete is a long-running operation; a new one (tuning jobs) is one more name here
@@ -49,6 +50,7 @@ class EmulatorRoutes:
         resources = PersistentResources(service.store, service)
         self.persistent_resources = PersistentResourceRoutes(resources)
         service.check_placement = resources.check_job
+        self.pipelines: PipelineJobs | None = None  # PipelineService's pipelineJobs (vertex.pipelines)
 
     def answer(
         self, verb: str, path: str, query: dict[str, str], read_body: ReadBody
@@ -56,6 +58,8 @@ class EmulatorRoutes:
         answered = self.persistent_resources.answer(verb, path, query, read_body)
         if answered is None:
             answered = self.models_api.answer(verb, path, query, read_body)
+        if answered is None and self.pipelines is not None:
+            answered = self.pipelines.answer(verb, path, query, read_body)
         if answered is not None:
             return answered
         for route_verb, pattern, handler in _ROUTES:

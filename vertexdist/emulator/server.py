@@ -12,6 +12,8 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
@@ -23,6 +25,9 @@ from vertexdist.emulator.faults import FaultPlan as RequestFaults
 from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, write_endpoints
 from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.local_runner import LocalBackendRunner
+from vertexdist.emulator.pipeline_runner.cache import TaskCache
+from vertexdist.emulator.pipeline_runner.run import Workspace
+from vertexdist.emulator.pipeline_runner.task_process import EnvironmentCache
 from vertexdist.emulator.routes import EmulatorRoutes
 from vertexdist.emulator.storage.mirror import STATE_FILE, StorageMirror
 from vertexdist.emulator.storage.output_sync import publish_outputs
@@ -34,6 +39,7 @@ from vertexdist.emulator.vertex.experiments import ExperimentsApi
 from vertexdist.emulator.vertex.jobs import EmulatorService
 from vertexdist.emulator.vertex.models import ModelRegistry
 from vertexdist.emulator.vertex.operations import Operations
+from vertexdist.emulator.vertex.pipelines import PipelineJobs
 from vertexdist.emulator.vertex.tuning import TuningService
 from vertexdist.errors import VertexdistError
 from vertexdist.local import gcs_mount
@@ -103,6 +109,7 @@ class Emulator:
         problem = not_emulated(fault_plan) if fault_plan is not None else None
         if problem is not None:
             raise VertexdistError(problem)
+        self._task_env: dict[str, str] = dict(os.environ)  # a pipeline task's process environment
         self._temp = None if data_dir else Path(tempfile.mkdtemp(prefix="vertexdist-emulator-"))
         self.data_dir = Path(data_dir).resolve() if data_dir else self._temp
         assert self.data_dir is not None
@@ -139,6 +146,9 @@ class Emulator:
             self.models = ModelRegistry(self.store, publish=self._publish_artifacts, files_at=self._files_at)
             service.on_pipeline_success = self.models.upload_for_pipeline
             self.http.routes = EmulatorRoutes(service, self.models, Operations(self.store))
+            self.http.routes.pipelines = self.pipelines = PipelineJobs(
+                self.store, service, self.http.routes.operations, self._pipeline_workspace()
+            )
             self.http.experiments = ExperimentsApi(self.data_dir if data_dir else None)
         except BaseException:
             # E.g. the port is taken: leave no supervisor thread, data-folder lock or temporary folder behind.
@@ -166,6 +176,30 @@ class Emulator:
             pool.stop()
         if self._local_runner is not None:
             self._local_runner.spawner = None
+
+    def _pipeline_workspace(self) -> Workspace:
+        """Where PipelineJobs' tasks run: their folders, /gcs kept in step with the emulated Cloud Storage."""
+        assert self.data_dir is not None
+        lock = threading.Lock()
+
+        def locked(sync: Callable[[], object]) -> Callable[[], object]:
+            def call() -> object:
+                with lock:
+                    return sync()
+
+            return call
+
+        return Workspace(
+            tasks_dir=self.data_dir / "pipelines",
+            gcs_folder=self.data_dir / "gcs",
+            envs=EnvironmentCache(self.data_dir / "pipeline-envs"),
+            env=self._task_env,
+            sync_in=locked(self.mirror.pull),
+            sync_out=locked(self.mirror.push),
+            cache=TaskCache(self.data_dir / "pipeline-cache.json"),
+            create_job=self.service.create_custom_job,
+            cancel_job=self.service.cancel,
+        )
 
     def _fetch(self, uri: str, folder: Path) -> Path:
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
@@ -236,6 +270,7 @@ class Emulator:
                 problem = gcs_mount.problem()
                 if problem is not None:  # said once, here; each job's replicas fail with it at /gcs
                     _log.warning("warning: %s", problem)
+            self._task_env["STORAGE_EMULATOR_HOST"] = self.storage.endpoint
             self._start_warm_pool()
             self.http.start()
             if self._temp is None and self.data_dir is not None:
@@ -251,6 +286,7 @@ class Emulator:
         """Stop serving, stop every running job's replicas, stop the storage thread (never leave it)."""
         try:
             self.http.stop()
+            self.pipelines.close()
             self.tuning.close()
             self.service.close()
         finally:

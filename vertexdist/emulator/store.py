@@ -13,6 +13,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import secrets
 import tempfile
 import threading
@@ -31,6 +32,7 @@ COLLECTIONS = (
     "models",
     "operations",
     "persistentResources",
+    "pipelineJobs",
 )
 # Collections whose resources have a state but are no jobs: a restart leaves them as they were.
 _NOT_JOBS = ("persistentResources",)
@@ -111,7 +113,11 @@ class JobStore:
     @staticmethod
     def _mark_interrupted(resource: Resource) -> None:
         state = str(resource.get("state", "")).split("_STATE_")[-1].lower()
-        prefix = "PIPELINE_STATE_" if "/trainingPipelines/" in resource["name"] else "JOB_STATE_"
+        prefix = (
+            "PIPELINE_STATE_"
+            if re.search("/(trainingPipelines|pipelineJobs)/", resource["name"])
+            else "JOB_STATE_"
+        )
         stamp = now_rfc3339()
         resource["state"] = prefix + "FAILED"
         resource["error"] = {"code": ABORTED, "message": INTERRUPTED_MESSAGE.format(state=state)}

@@ -1,0 +1,90 @@
+"""`vertexdist pipeline run FILE.py --follow`, `list`, `status` against the emulator, in-process; the
+submit asks no Resource Manager (the emulator has none: the SDK would retry for 60 s)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertexdist.jobs.pipeline_runs import parse_params
+
+PIPELINE = """
+from kfp import dsl
+
+@dsl.component
+def add(a: int, b: int) -> int:
+    return a + b
+
+@dsl.pipeline(name="adder")
+def adder(a: int = 1, b: int = 2):
+    add(a=add(a=a, b=b).output, b=b)
+"""
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from vertexdist.cli import main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main.run(args)
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 0), capsys.readouterr().out
+
+
+def test_pipeline_run_follow_list_and_status(
+    pipeline_emulator: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import google.cloud.aiplatform.utils.resource_manager_utils as rm
+
+    def no_resource_manager(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("pipeline run asked Resource Manager")
+
+    monkeypatch.setattr(rm, "get_project_number", no_resource_manager)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adder.py").write_text(textwrap.dedent(PIPELINE))
+    where = ["--endpoint", pipeline_emulator.vertex_endpoint, "--project", "cli-proj"]
+    code, out = _run(
+        [
+            "pipeline",
+            "run",
+            "adder.py",
+            "--param",
+            "a=5",
+            "--pipeline-root",
+            "gs://cli-pipes/root",
+            "--follow",
+            *where,
+        ],
+        capsys,
+    )
+    assert code == 0, out
+    assert out.strip().splitlines()[-1] == "PIPELINE_STATE_SUCCEEDED"
+    name = next(line.split()[-1] for line in out.splitlines() if line.startswith("submitted "))
+    job = pipeline_emulator.store.get(name)
+    outputs = {
+        d["taskName"]: d.get("execution", {}).get("metadata", {}) for d in job["jobDetail"]["taskDetails"]
+    }
+    assert outputs["add-2"]["output:Output"] == 9  # (5 + 2) + 2
+    code, out = _run(["pipeline", "list", *where], capsys)
+    assert code == 0 and name in out
+    code, out = _run(["pipeline", "status", name, *where], capsys)
+    assert code == 0 and "add-2" in out and "SUCCEEDED" in out
+
+
+def test_params_read_as_json_where_they_can() -> None:
+    assert parse_params(["a=5", "s=hello", "xs=[1, 2]", "f=0.5"]) == {
+        "a": 5,
+        "s": "hello",
+        "xs": [1, 2],
+        "f": 0.5,
+    }
+    from vertexdist.errors import UsageError
+
+    with pytest.raises(UsageError, match="KEY=VALUE"):
+        parse_params(["nothing"])

@@ -1,0 +1,135 @@
+"""`training_step(TEMPLATE, **overrides)`: the job `submit` would make, as google-cloud-pipeline-components'
+CustomJob step, so that on Vertex it runs with no vertexdist there.
+
+That step is data in the PipelineSpec: a container (GCPC's image) running
+`google_cloud_pipeline_components.container.v1.custom_job.launcher --type CustomJob --payload JSON
+--project P --location L --gcp_resources PATH`, the payload a CustomJob (display name, job spec, labels).
+GCPC 2.22 declares google-cloud-aiplatform<2, which this project cannot take, so the step is emitted here
+without importing it. The job spec is exactly what `vertexdist render --request TEMPLATE` shows (the same
+worker pools, reduction servers, scheduling, timeout, package or image), its job folder one per pipeline
+task (`{{$.pipeline_task_uuid}}`, which Vertex fills in).
+
+Trainer arguments may come from earlier steps: an item of `args` that is a task's output
+(`prep.output`) becomes a placeholder in the payload, filled in when the step runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+GCPC_IMAGE = "gcr.io/ml-pipeline/google-cloud-pipeline-components:2.22.0"
+LAUNCHER = ["python3", "-u", "-m", "google_cloud_pipeline_components.container.v1.custom_job.launcher"]
+TASK_FOLDER = "{{$.pipeline_task_uuid}}"
+_SENTINEL = "@@vertexdist-input-{}@@"
+
+
+def _template(template: str | Path, overrides: dict[str, Any]) -> Any:
+    from vertexdist.spec.loader import load_template
+
+    loaded = load_template(template)
+    if not overrides:
+        return loaded
+    fields = loaded.model_dump(exclude_unset=True)
+    return type(loaded).model_validate({**fields, **overrides})
+
+
+def custom_job_payload(
+    template: str | Path, job_folder: str = TASK_FOLDER, **overrides: Any
+) -> dict[str, Any]:
+    """The CustomJob the step creates: `render --request`'s job spec, display name and labels (pure but
+    for reading the template and its trainer's files, for the package digest)."""
+    from vertexdist.packaging import planned_package_uri
+    from vertexdist.render import render_request
+    from vertexdist.render.custom_job import with_job_folder
+
+    loaded = _template(template, overrides)
+    if loaded.tuning is not None:
+        raise ValueError(f"{template}: a template with `tuning:` is a tuning job, not one pipeline step")
+    package_uri = None
+    if loaded.build is None and loaded.staging_bucket:
+        package_uri = planned_package_uri(loaded.trainer, loaded.staging_bucket)
+    request = with_job_folder(render_request(loaded, package_uri=package_uri), job_folder)
+    pipeline = request["trainingPipeline"]
+    return {
+        "display_name": pipeline["displayName"],
+        "job_spec": pipeline["trainingTaskInputs"],
+        "labels": pipeline.get("labels", {}),
+    }
+
+
+def training_step(template: str | Path, *, args: list[Any] | None = None, **overrides: Any) -> Any:
+    """A kfp task (call it inside a `@dsl.pipeline` function) running TEMPLATE's job as a CustomJob step.
+
+    `args` replaces the trainer's arguments; its items may be earlier tasks' outputs. Other keywords
+    override the template's own fields (`replica_count=4`, `display_name=...`). The task's output
+    `gcp_resources` names the CustomJob, as google-cloud-pipeline-components' step writes it.
+    """
+    from kfp import components
+
+    inputs: dict[str, Any] = {}
+    literal_args: list[str] | None = None
+    if args is not None:
+        literal_args = []
+        for item in args:
+            if isinstance(item, (str, int, float)):
+                literal_args.append(str(item))
+            else:  # a PipelineChannel: an earlier task's output
+                name = f"arg{len(inputs)}"
+                inputs[name] = item
+                literal_args.append(_SENTINEL.format(name))
+    if literal_args is not None:
+        loaded = _template(template, {})
+        overrides["trainer"] = {**loaded.trainer.model_dump(exclude_unset=True), "args": literal_args}
+    payload = custom_job_payload(template, **overrides)
+    loaded = _template(template, {k: v for k, v in overrides.items() if k != "trainer"})
+    spec = {
+        "name": payload["display_name"],
+        "inputs": [{"name": name, "type": "String"} for name in inputs],
+        "outputs": [{"name": "gcp_resources", "type": "String"}],
+        "implementation": {
+            "container": {
+                "image": GCPC_IMAGE,
+                "command": LAUNCHER,
+                "args": [
+                    "--type",
+                    "CustomJob",
+                    "--payload",
+                    _payload_arg(json.dumps(payload, sort_keys=True), list(inputs)),
+                    "--project",
+                    loaded.project or "",
+                    "--location",
+                    loaded.location,
+                    "--gcp_resources",
+                    {"outputPath": "gcp_resources"},
+                ],
+            }
+        },
+    }
+    import yaml
+
+    op = components.load_component_from_text(yaml.safe_dump(spec, sort_keys=False))
+    return op(**inputs)
+
+
+def _payload_arg(text: str, names: list[str]) -> Any:
+    """The payload as one string, or a concat of its pieces and the inputs' values (pure)."""
+    return {"concat": _payload_parts(text, names)} if names else text
+
+
+def _payload_parts(text: str, names: list[str]) -> list[Any]:
+    """The payload's JSON split around each input's sentinel, the input's value in its place (pure)."""
+    parts: list[Any] = [text]
+    for name in names:
+        sentinel = _SENTINEL.format(name)
+        split: list[Any] = []
+        for part in parts:
+            if isinstance(part, str) and sentinel in part:
+                pieces = part.split(sentinel)  # every worker pool has the arguments
+                for index, piece in enumerate(pieces):
+                    split.extend([piece] if index == 0 else [{"inputValue": name}, piece])
+            else:
+                split.append(part)
+        parts = split
+    return [p for p in parts if p != ""]
