@@ -17,6 +17,10 @@
   runs, a rank that made no progress for `hang_timeout` decides so itself.
 - A fault plan's `hang` and `slow` faults (`VERTEXDIST_HEALTH_FAULTS`) act from the same step hook, so they
   reach an unchanged script.
+- Checkpoint saves: `with vertexdist_launcher.health.checkpoint(): save(...)` times a save and marks the
+  step it saved (the bundled trainer does so); the heartbeat carries the saves' count, their time and the
+  last saved step, for the goodput ledger (`vertexdist goodput`). A save writes a heartbeat at once, so the
+  last saved step is known exactly however the rank ends afterwards.
 
 Standard library only; every error in the watcher is swallowed: it must never hurt the training.
 """
@@ -32,7 +36,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import FrameType
 from typing import Any
 
@@ -186,6 +190,9 @@ class Watcher:
         self.started_at = time.time()
         self.first_step_at: float | None = None
         self.last_step_at: float | None = None
+        self.checkpoint_s = 0.0
+        self.checkpoints = 0
+        self.checkpoint_step: int | None = None
         self.durations: deque[float] = deque(maxlen=WINDOW)
         self.samples: deque[str] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
         self.sample_steps: deque[int] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
@@ -212,6 +219,15 @@ class Watcher:
                 self.faults.remove(fault)
                 self._block(fault)
                 return
+
+    def on_checkpoint(self, seconds: float, saved: bool = True) -> None:
+        """A save took `seconds`; `saved`: it completed, at the step count reached so far."""
+        self.checkpoint_s += max(0.0, seconds)
+        if saved:
+            self.checkpoints += 1
+            self.checkpoint_step = self.steps
+        with contextlib.suppress(Exception):  # at once: the saved step must outlive a kill that follows
+            self.write_beat()
 
     def _hang_due(self, fault: Mapping[str, Any]) -> bool:
         if fault.get("after_step") is not None:
@@ -266,6 +282,9 @@ class Watcher:
             "steps_per_s": 1.0 / mean if mean else None,
             "wait_share": round(wait_share, 3),
             "own_step_s": mean * (1.0 - wait_share) if mean is not None else None,
+            "checkpoint_s": round(self.checkpoint_s, 6),
+            "checkpoints": self.checkpoints,
+            "checkpoint_step": self.checkpoint_step,
             "state": state,
             "where": self.last["where"],
             "what": self.last["what"],
@@ -416,3 +435,27 @@ def step() -> None:
     if watcher is not None:
         watcher.manual = True
         watcher.on_step()
+
+
+@contextlib.contextmanager
+def checkpoint() -> Iterator[None]:
+    """Time one checkpoint save of this rank: `with health.checkpoint(): torch.save(...)`, on every rank
+    that takes part in the save (those that wait for it too). The goodput ledger counts the time as
+    checkpointing, and the step count reached as saved (a save that raises counts its time, not the step).
+    Does nothing without a watcher."""
+    started = time.time()
+    saved = False
+    try:
+        yield
+        saved = True
+    finally:
+        watcher = _WATCHER
+        if watcher is not None:
+            watcher.on_checkpoint(time.time() - started, saved)
+
+
+def checkpoint_saved(seconds: float) -> None:
+    """The same as `checkpoint()`, for a save the script timed itself: it took `seconds`, and is complete."""
+    watcher = _WATCHER
+    if watcher is not None:
+        watcher.on_checkpoint(seconds)
