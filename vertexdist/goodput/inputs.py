@@ -127,6 +127,8 @@ class History:
     interruptions: int = 0
     stockouts: int = 0
     attempts: int = 0
+    startup_s_per_attempt: float = 0.0  # wall seconds
+    recomputed_s_per_interruption: float | None = None  # wall seconds of steps lost per interruption
 
     @property
     def per_hour(self) -> float | None:
