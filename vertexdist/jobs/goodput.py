@@ -111,12 +111,9 @@ def _machine(spec: Mapping[str, Any]) -> str:
     return str((first.get("machineSpec") or {}).get("machineType") or "")
 
 
-def _beats_and_flagged(
-    job: str, place: JobPlace, backend: Any, name: str
-) -> tuple[list[dict[str, Any]], set[int]]:
-    from vertexdist.jobs.ranks import heartbeat_folder, log_health
+def _beats_and_flagged(folder: Path | None, backend: Any, name: str) -> tuple[list[dict[str, Any]], set[int]]:
+    from vertexdist.jobs.ranks import log_health
 
-    folder = heartbeat_folder(job, place)
     if folder is not None:
         beats = read_beats(folder)
         flagged = {int(s["rank"]) for s in read_summary(folder).get("stragglers") or [] if "rank" in s}
@@ -131,21 +128,20 @@ def _beats_and_flagged(
     return beats, flagged
 
 
-def attempt_input(
-    job: str,
-    place: JobPlace,
+def attempt_of(
+    backend: Any,
+    name: str,
+    folder: Path | None,
     *,
     number: int = 1,
     reason: str | None = None,
     created: float | None = None,
 ) -> tuple[AttemptInput, dict[int, float | None]]:
-    """One job's part of the ledger, and its pools' prices per replica-hour."""
-    from vertexdist.jobs.where import open_job
-
-    with open_job(job, place) as (backend, name):
-        status = backend.describe(name)
-        timeline = backend.timeline(name)
-        beats, flagged = _beats_and_flagged(job, place, backend, name)
+    """One job's part of the ledger from its backend (`folder`: its health folder, None: its logs), and its
+    pools' prices per replica-hour."""
+    status = backend.describe(name)
+    timeline = backend.timeline(name)
+    beats, flagged = _beats_and_flagged(folder, backend, name)
     ranks = []
     for beat in beats:
         try:
@@ -165,6 +161,23 @@ def attempt_input(
         strategy=_strategy(status.spec),
     )
     return attempt, prices_of(status.spec, status.location)
+
+
+def attempt_input(
+    job: str,
+    place: JobPlace,
+    *,
+    number: int = 1,
+    reason: str | None = None,
+    created: float | None = None,
+) -> tuple[AttemptInput, dict[int, float | None]]:
+    """One job's part of the ledger (JOB as `vertexdist logs` takes it), and its pools' prices."""
+    from vertexdist.jobs.ranks import heartbeat_folder
+    from vertexdist.jobs.where import open_job
+
+    folder = heartbeat_folder(job, place)
+    with open_job(job, place) as (backend, name):
+        return attempt_of(backend, name, folder, number=number, reason=reason, created=created)
 
 
 def is_managed_id(ref: str) -> bool:
@@ -233,3 +246,33 @@ def ledger_of(
 
         keep(data.attempts, ledger)
     return ledger
+
+
+def end_of_run_line(
+    ref: str,
+    place: JobPlace | None = None,
+    *,
+    backend: Any = None,
+    folder: Path | None = None,
+    shown: str | None = None,
+) -> str | None:
+    """The line `local-run` and `submit --follow` end with: goodput, the biggest loss and its cost, and the
+    command that shows the whole ledger (`vertexdist goodput SHOWN`); None where the ledger cannot be read
+    (it never fails a run). With `backend`, `ref` is the job's name there and `folder` its health folder."""
+    from vertexdist.goodput.view import summary_line
+
+    try:
+        if backend is not None:
+            attempt, prices = attempt_of(backend, ref, folder)
+            data = LedgerInput((attempt,), prices)
+            ledger = compute(data)
+            from vertexdist.goodput.history import record
+
+            record(data.attempts, ledger)
+        else:
+            ledger = ledger_of(ref, place or JobPlace())
+    except Exception:  # the ledger is a report: a job whose files or logs cannot be read just has none
+        return None
+    if not ledger.billed_s:
+        return None
+    return f"{summary_line(ledger)}; the ledger: vertexdist goodput {shown or ref}"
