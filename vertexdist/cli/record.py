@@ -9,6 +9,7 @@ folder. Exit codes: 0 fine; 1 the call failed or there is no record; 2 usage.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -26,7 +27,10 @@ from vertexdist.cli.targets import (
 )
 from vertexdist.errors import JobFailedError
 from vertexdist.jobs.rerun import wait_for
-from vertexdist.jobs.where import open_job
+from vertexdist.jobs.where import JobPlace, open_job
+
+if TYPE_CHECKING:
+    from vertexdist.goodput.ledger import Ledger
 
 
 def describe(
@@ -50,7 +54,10 @@ def describe(
     at = place(project, location, endpoint, transport, emulator, emulator_data_dir)
     with open_job(job, at) as (backend, name):
         record = read_record(backend, name)
+        ledger = _ledger(job, at, backend, name) if not (template or request) else None
     shown = {**record, "request": mask_secrets(record["request"])}
+    if ledger is not None:
+        shown["goodput"] = ledger.to_json()
     if as_json:
         typer.echo(json.dumps(shown, indent=2))
     elif template:
@@ -60,6 +67,24 @@ def describe(
     else:
         for line in record_lines(shown):
             typer.echo(line)
+        if ledger is not None:
+            from vertexdist.goodput.view import table
+
+            typer.echo("goodput (where the money went):")
+            for line in table(ledger).splitlines():
+                typer.echo(f"  {line}")
+
+
+def _ledger(job: str, at: JobPlace, backend: Any, name: str) -> Ledger | None:
+    """The job's goodput ledger (docs/guide/goodput.md), where its heartbeats and times can be read."""
+    from vertexdist.jobs.goodput import ledger_at
+    from vertexdist.jobs.ranks import heartbeat_folder
+
+    try:
+        folder = heartbeat_folder(job, at)
+    except Exception:  # no run folder: the logs
+        folder = None
+    return ledger_at(backend, name, folder)
 
 
 def rerun(

@@ -276,3 +276,13 @@ def end_of_run_line(
     if not ledger.billed_s:
         return None
     return f"{summary_line(ledger)}; the ledger: vertexdist goodput {shown or ref}"
+
+
+def ledger_at(backend: Any, name: str, folder: Path | None) -> Ledger | None:
+    """The ledger of job `name` on `backend` (`folder`: its health folder, None: its logs); None where it
+    cannot be read (`describe` shows it when it can)."""
+    try:
+        attempt, prices = attempt_of(backend, name, folder)
+        return compute(LedgerInput((attempt,), prices))
+    except Exception:  # a report beside others: a job whose heartbeats cannot be read just has none
+        return None
