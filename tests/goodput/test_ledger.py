@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -189,3 +190,16 @@ def test_an_unpriced_pool_leaves_the_dollars_unknown_not_partial() -> None:
 def test_a_heartbeat_with_bad_fields_reads_them_as_missing() -> None:
     found = RankRecord.from_beat({"rank": 3, "step": "x", "first_step_at": True, "checkpoint_s": 2})
     assert (found.rank, found.steps, found.first_step_at, found.checkpoint_s) == (3, 0, None, 2.0)
+
+
+def test_the_last_heartbeat_of_each_rank_is_read_from_the_newest_line_back() -> None:
+    from vertexdist.goodput.beats import last_beats
+    from vertexdist.shipped.vertexdist_launcher.health import log_line
+
+    def line(rank: int, step: int) -> tuple[str, None]:
+        return log_line({"rank": rank, "world_size": 2, "step": step}), None
+
+    lines = [line(0, 1), line(1, 1), ("epoch 1 done", None), line(0, 5), line(1, 4)]
+    payload = json.loads(line(0, 7)[0])
+    lines.append(("vertexdist health: rank 0 step 7", payload))  # as Cloud Logging keeps it
+    assert [(b["rank"], b["step"]) for b in last_beats(lines)] == [(0, 7), (1, 4)]

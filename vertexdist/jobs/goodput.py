@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertexdist.backends.base import TERMINAL_STATES, JobStatus, LogChunk, StateChange
+from vertexdist.goodput.beats import last_beats
 from vertexdist.goodput.inputs import AttemptInput, History, LedgerInput, RankRecord, ReplicaSpan
 from vertexdist.goodput.ledger import Ledger, compute
 from vertexdist.health.folder import read_beats, read_summary
@@ -112,8 +113,6 @@ def _machine(spec: Mapping[str, Any]) -> str:
 
 
 def _beats_and_flagged(folder: Path | None, backend: Any, name: str) -> tuple[list[dict[str, Any]], set[int]]:
-    from vertexdist.jobs.ranks import log_health
-
     if folder is not None:
         beats = read_beats(folder)
         flagged = {int(s["rank"]) for s in read_summary(folder).get("stragglers") or [] if "rank" in s}
@@ -122,7 +121,7 @@ def _beats_and_flagged(folder: Path | None, backend: Any, name: str) -> tuple[li
 
         chunks: list[LogChunk] = []
         read_logs(backend, name, None, None, chunks.append)
-        beats = log_health(chunks).beats
+        beats = last_beats([(c.text, c.payload) for c in chunks])
         flagged = set()
     flagged |= {s.rank for s in stragglers(beats, DEFAULT_STRAGGLER_RATIO)}
     return beats, flagged
