@@ -16,7 +16,9 @@
   write its stacks to `stacks/rank-N.txt` now (`vertexdist ranks --stacks`). On Vertex, where no monitor
   runs, a rank that made no progress for `hang_timeout` decides so itself.
 - A fault plan's `hang` and `slow` faults (`VERTEXDIST_HEALTH_FAULTS`) act from the same step hook, so they
-  reach an unchanged script.
+  reach an unchanged script. So does the aim of a `preempt` or `maintenance` fault with `after_step`: at that
+  step the rank writes its heartbeat and `reached-<replica>` in the health folder, and waits there for the
+  platform's SIGTERM (the local runner's or the emulator's preemption reads the file).
 - Checkpoint saves: `with vertexdist_launcher.health.checkpoint(): save(...)` times a save and marks the
   step it saved (the bundled trainer does so); the heartbeat carries the saves' count, their time and the
   last saved step, for the goodput ledger (`vertexdist goodput`). A save writes a heartbeat at once, so the
@@ -55,6 +57,8 @@ VERDICT_FILE = "verdict.json"
 BEATS_DIR = "ranks"
 STACKS_DIR = "stacks"
 REQUEST_PREFIX = "stacks-"
+REACHED_PREFIX = "reached-"  # + replica: a step-aimed preemption's step was reached (a fault plan's)
+STEP_AIMED = ("preempt", "maintenance")
 # A hang's dump in the replica's log (stderr): the verdict line, then `DUMP_MARK` and the rank's stacks.
 VERDICT_MARK = "vertexdist_launcher: "
 DUMP_MARK = "vertexdist_launcher: stacks of "
@@ -219,6 +223,10 @@ class Watcher:
                 self.faults.remove(fault)
                 self._block(fault)
                 return
+            elif fault.get("kind") in STEP_AIMED and self.steps >= int(fault.get("after_step") or 0):
+                self.faults.remove(fault)
+                self._reached(fault)
+                return
 
     def on_checkpoint(self, seconds: float, saved: bool = True) -> None:
         """A save took `seconds`; `saved`: it completed, at the step count reached so far."""
@@ -239,6 +247,19 @@ class Watcher:
         from . import say
 
         say(f"rank {self.rank} blocks at step {self.steps} (a fault plan's hang)")
+        threading.Event().wait()
+
+    def _reached(self, fault: Mapping[str, Any]) -> None:
+        """A step-aimed preemption's step: the heartbeat and the mark the platform waits for, then this rank
+        waits for its signal (the step count the fault meets is this one, however fast the machine)."""
+        from . import say
+
+        if self.dir is None:
+            return
+        with contextlib.suppress(Exception):
+            self.write_beat()
+            self.write_file(f"{REACHED_PREFIX}{self.replica}", str(self.steps))
+        say(f"rank {self.rank} reached step {self.steps}: the fault plan's {fault.get('kind')} lands here")
         threading.Event().wait()
 
     def _hook(self, _optimizer: object, _args: object, _kwargs: object) -> None:
