@@ -9,7 +9,8 @@ managed controller reads both the same way:
 - flex_wait (a FLEX_START template): the run waits `wait` before its replicas start, or fails with the
   max_wait_duration error once that has passed;
 - preempt (outcome job_fails): `after` the replica started (or once its local rank 0 made `after_step`
-  steps: its watcher marks the step and waits there), SIGTERM to its process group, SIGKILL after `grace`; the job then fails with the preemption error, whatever the replicas' exits said;
+  steps: its watcher marks the step and waits there), SIGTERM to its process group, SIGKILL after `grace`;
+  the job then fails with the preemption error, whatever the replicas' exits said;
 - preempt with `outcome: worker_restarts`, and maintenance: the same signals, but the job is told first
   that the platform stops the replica (`LocalJob.stopped_by_platform`), so the runner restarts it and the
   job goes on (docs/reference/vertex.md §8.1);
