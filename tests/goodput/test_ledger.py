@@ -203,3 +203,22 @@ def test_the_last_heartbeat_of_each_rank_is_read_from_the_newest_line_back() -> 
     payload = json.loads(line(0, 7)[0])
     lines.append(("vertexdist health: rank 0 step 7", payload))  # as Cloud Logging keeps it
     assert [(b["rank"], b["step"]) for b in last_beats(lines)] == [(0, 7), (1, 4)]
+
+
+def test_the_guides_real_ledger_holds_the_ledgers_sums() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "goodput.md").read_text()
+    shown = json.loads(text.split("## A real ledger", 1)[1].split("```json\n", 1)[1].split("\n```", 1)[0])
+    cats, billed = shown["categories"], shown["billed_replica_s"]
+    assert set(cats) == set(CATEGORIES) and sum(cats.values()) == pytest.approx(billed, rel=0.01)
+    price = shown["price_per_replica_hour"]["workerpool0"]
+    for name in CATEGORIES:
+        assert shown["dollars"][name] == pytest.approx(cats[name] * price / 3600, abs=2e-6)
+    assert shown["goodput"] == pytest.approx(cats["productive"] / billed, abs=1e-4)
+    assert shown["steps"]["recomputed"] == sum(a["recomputed_steps"] for a in shown["attempts"])
+    for attempt in shown["attempts"]:
+        lost = attempt["steps"] - attempt["checkpoint_step"] if attempt["reason"] != "SUCCEEDED" else 0
+        assert attempt["recomputed_steps"] == lost
+    [advice] = [a for a in shown["advice"] if a["kind"] == "checkpoint_interval"]
+    assert advice["interval_s"] == pytest.approx(math.sqrt(2 * advice["save_s"] * advice["mtbf_s"]), abs=2e-3)

@@ -69,7 +69,7 @@ def checkpoint_advice(ledger: Ledger, data: LedgerInput) -> dict[str, Any] | Non
         "mtbf_from": source,
         "interval_s": round(interval, 3),
         "used_interval_s": _rounded(used),
-        "saving_usd": _rounded(saving, 4),
+        "saving_usd": _rounded(saving, 6),
     }
 
 

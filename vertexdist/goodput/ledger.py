@@ -119,7 +119,7 @@ class Ledger:
             "billed_replica_s": round(self.billed_s, 3),
             "queued_s": round(self.queued_s, 3),
             "categories": {k: round(v, 3) for k, v in self.categories.items()},
-            "dollars": {k: (round(v, 4) if v is not None else None) for k, v in self.dollars().items()},
+            "dollars": {k: (round(v, 6) if v is not None else None) for k, v in self.dollars().items()},
             "price_per_replica_hour": {
                 f"workerpool{pool}": price for pool, price in sorted(self.price_per_replica_hour.items())
             },

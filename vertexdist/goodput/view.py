@@ -11,7 +11,9 @@ from vertexdist.goodput.ledger import CATEGORIES, LABELS, Ledger
 def _usd(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
+    if 0 < abs(value) < 0.0001:
+        return "<$0.0001"
+    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
 
 
 def _percent(value: float | None) -> str:
