@@ -83,7 +83,7 @@ def startup_advice(ledger: Ledger) -> dict[str, Any] | None:
         "kind": "startup",
         "share": round(startup / billed, 4),
         "startup_s": round(startup, 3),
-        "saving_usd": _rounded(cost, 4),
+        "saving_usd": _rounded(cost, 6),
         "what": "a persistent resource (Vertex: `persistent_resource_id`) or the warm pool (local-run --warm)"
         " keeps machines and packages between jobs",
     }
@@ -101,7 +101,7 @@ def straggler_advice(ledger: Ledger) -> list[dict[str, Any]]:
                 "kind": "straggler",
                 "rank": rank,
                 "wait_replica_s": round(seconds, 3),
-                "usd": _rounded(ledger.dollars_of(waits), 4),
+                "usd": _rounded(ledger.dollars_of(waits), 6),
             }
         )
     return found
