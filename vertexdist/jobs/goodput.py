@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -115,7 +116,8 @@ def _machine(spec: Mapping[str, Any]) -> str:
 def _beats_and_flagged(folder: Path | None, backend: Any, name: str) -> tuple[list[dict[str, Any]], set[int]]:
     if folder is not None:
         beats = read_beats(folder)
-        flagged = {int(s["rank"]) for s in read_summary(folder).get("stragglers") or [] if "rank" in s}
+        listed = read_summary(folder).get("stragglers") or []
+        flagged = {s["rank"] for s in listed if isinstance(s, dict) and isinstance(s.get("rank"), int)}
     else:
         from vertexdist.backends.watch import read_logs
 
@@ -123,7 +125,8 @@ def _beats_and_flagged(folder: Path | None, backend: Any, name: str) -> tuple[li
         read_logs(backend, name, None, None, chunks.append)
         beats = last_beats([(c.text, c.payload) for c in chunks])
         flagged = set()
-    flagged |= {s.rank for s in stragglers(beats, DEFAULT_STRAGGLER_RATIO)}
+    with contextlib.suppress(TypeError, ValueError, KeyError):  # a heartbeat of the wrong shape flags none
+        flagged |= {s.rank for s in stragglers(beats, DEFAULT_STRAGGLER_RATIO)}
     return beats, flagged
 
 
