@@ -414,9 +414,13 @@ class Worker:
         raise Stopped
 
     def _checkpoint(self) -> None:
-        progress = self.progress
-        if progress.saved_step == progress.global_step:
+        if self.progress.saved_step == self.progress.global_step:
             return
+        with _timed_save():
+            self._save_checkpoint()
+
+    def _save_checkpoint(self) -> None:
+        progress = self.progress
         rank_states: list[Any] = [None] * self.place.world_size
         dist.all_gather_object(rank_states, _rank_state(progress))
         model_state, optimizer_state = self.strategy.model_state(), self.strategy.optimizer_state()
@@ -527,6 +531,14 @@ def _record_error(place: WorkerPlace | None, env: Mapping[str, str], reason: str
 # reference to the gloo process group, whose destructor was seen to hang (about one run in three on this
 # 2-core machine) once the peers had exited, after training had finished and the model was saved.
 _KEEP_UNTIL_EXIT: list[Worker] = []
+
+
+def _timed_save() -> contextlib.AbstractContextManager[None]:
+    """The health watcher's timer of a checkpoint save (`vertexdist_launcher.health.checkpoint`): the goodput
+    ledger's checkpointing time and last saved step. Without the launcher, nothing."""
+    health = sys.modules.get("vertexdist_launcher.health")
+    timer = getattr(health, "checkpoint", None)
+    return timer() if timer is not None else contextlib.nullcontext()
 
 
 def start_health_watcher(env: Mapping[str, str]) -> None:

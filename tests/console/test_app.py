@@ -279,3 +279,24 @@ def test_ranks_panel_data(client: TestClient, runs: dict[str, Any]) -> None:
     empty = client.get(f"/api/ranks/local/{runs['ok']}").json()
     assert empty["rows"] == [] and empty["verdict"] is None
     assert client.get("/api/ranks/local/local-20240501-120000-ab12").status_code == 404
+
+
+def test_a_local_jobs_page_shows_where_its_money_went(client: TestClient, runs: dict[str, Any]) -> None:
+    from vertexdist.local.events import read_events
+    from vertexdist.shipped.vertexdist_launcher import health as watcher
+
+    run_dir = runs["runs"] / runs["ok"]
+    events = [e for e in read_events(run_dir) if e.replica == "workerpool0-0"]
+    start, end = events[0].time, events[-1].time
+    env = {watcher.DIR_VARIABLE: str(run_dir / "health"), "RANK": "0", "WORLD_SIZE": "1"}
+    w = watcher.Watcher(env)  # rank 0 on workerpool0-0: steps over the middle half of its replica's time
+    w.steps, w.first_step_at, w.last_step_at = 10, start + (end - start) / 4, end - (end - start) / 4
+    w.write_beat()
+
+    page = client.get(f"/jobs/local/{runs['ok']}").text
+    assert 'id="goodput-bar"' in page
+    bar = page.split('id="goodput-bar"', 1)[1].split("</div>", 1)[0]
+    assert 'class="gp-startup"' in bar and 'class="gp-productive"' in bar and 'class="gp-tail"' in bar
+    assert "vertexdist goodput " + runs["ok"] in page
+    failed = client.get(f"/jobs/local/{runs['failed']}").text
+    assert "Goodput" in client.get("/").text and 'id="goodput-bar"' in failed  # all its time start-up

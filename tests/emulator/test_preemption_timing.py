@@ -86,3 +86,22 @@ def test_a_restarting_fault_tells_the_job_first_and_never_fails_it() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_step_aimed_fault_comes_due_when_its_replica_reached_the_step_whatever_the_time() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    reached: set[str] = set()
+    clock = Clock()
+    fault = ReplicaFault("workerpool0-0", 0.0, 30.0, False, "preempt", after_step=70)
+    assert fault.aim() == {"kind": "preempt", "replica": "workerpool0-0", "local_rank": 0, "after_step": 70}
+    p = Preemptions([fault], clock, reached=reached.__contains__)
+    try:
+        clock.now = 1000.0
+        assert not p.tick({"workerpool0-0": proc.pid}) and p.preempted is None  # long past `after`: not due
+        reached.add("workerpool0-0")
+        assert not p.tick({"workerpool0-0": proc.pid}) and p.preempted == "workerpool0-0"  # SIGTERM
+        assert proc.wait(10) == -15
+    finally:
+        proc.kill()
+        proc.wait()
+    assert ReplicaFault("workerpool0-0", 0.0, 30.0, False, "preempt").aim() is None

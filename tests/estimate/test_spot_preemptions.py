@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ from vertexdist.estimate.spot import (
 )
 
 TEMPLATE = "job_templates/a2-ultragpu-8g-rs.yaml"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_no_preemptions_costs_the_plain_spot_hours() -> None:
@@ -38,12 +41,14 @@ def test_a_rate_that_wastes_every_hour_never_finishes() -> None:
     assert not e.finishes and expected_spot_cost(2.0, e) is None
 
 
-def _estimate_json(*extra: str) -> dict[str, object]:
+def _estimate_json(*extra: str, cwd: Path | None = None) -> dict[str, object]:
     out = subprocess.run(
-        [sys.executable, "-m", "vertexdist", "estimate", TEMPLATE, "--format", "json", *extra],
+        [sys.executable, "-m", "vertexdist", "estimate", str(REPO / TEMPLATE), "--format", "json", *extra],
         capture_output=True,
         text=True,
         check=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)} if cwd is not None else None,
     ).stdout
     return json.loads(out)  # type: ignore[no-any-return]
 
@@ -61,3 +66,34 @@ def test_the_cli_default_is_the_documented_figure_and_the_rate_changes_the_cost(
     assert busy["on_demand_cost_total_usd"] == default["on_demand_cost_total_usd"]
     calm = _estimate_json("--preemptions-per-hour", "0")["spot_with_preemptions"]
     assert isinstance(calm, dict) and calm["expected_preemptions"] == 0
+
+
+def test_the_expected_spot_cost_uses_this_projects_failure_history(tmp_path: Path) -> None:
+    from vertexdist.goodput.history import key_of
+    from vertexdist.spec import load_template
+
+    loaded = load_template(REPO / TEMPLATE)
+    history = {
+        "entries": {
+            key_of(loaded.machine_type, loaded.location, "SPOT"): {
+                "attempts": 5,
+                "running_s": 8 * 3600.0,
+                "interruptions": 4,
+                "stockouts": 1,
+                "startup_s": 5 * 300.0,
+                "recomputed_s": 4 * 900.0,
+            }
+        },
+        "jobs": [],
+    }
+    (tmp_path / ".vertexdist").mkdir()
+    (tmp_path / ".vertexdist" / "failure-history.json").write_text(json.dumps(history))
+    seen = _estimate_json(cwd=tmp_path)["spot_with_preemptions"]
+    assert isinstance(seen, dict)
+    assert seen["preemptions_per_hour"] == pytest.approx(0.5)
+    assert seen["lost_hours_per_preemption"] == pytest.approx((15.0 + 5.0) / 60, abs=1e-4)
+    assert str(seen["rate_from"]).startswith("this project's history (5 attempts")
+    expected = expect_spot(72.0, 0.5, recomputed_minutes=15.0, restart_minutes=5.0)
+    assert expected.spot_hours is not None
+    assert seen["expected_spot_hours"] == pytest.approx(round(expected.spot_hours, 2))
+    assert _estimate_json()["spot_with_preemptions"]["rate_from"] == "default"  # type: ignore[index]

@@ -230,3 +230,38 @@ def test_the_last_heartbeat_says_exited_with_the_final_step(tmp_path: Path) -> N
     watcher.finish()
     beat = json.loads((tmp_path / "ranks" / "rank-3.json").read_text())
     assert (beat["state"], beat["step"]) == ("exited", 3)
+
+
+def test_a_timed_save_marks_its_step_and_writes_a_heartbeat_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watcher = health.Watcher(_env(tmp_path))
+    monkeypatch.setattr(health, "_WATCHER", watcher)
+    for _ in range(4):
+        health.step()
+    with health.checkpoint():
+        time.sleep(0.05)
+    health.step()
+    with pytest.raises(OSError), health.checkpoint():  # a failed save: its time, not its step
+        raise OSError("disk full")
+    health.checkpoint_saved(0.5)
+    beat = json.loads((tmp_path / "ranks" / "rank-3.json").read_text())  # no watcher thread: written at once
+    assert (beat["step"], beat["checkpoints"], beat["checkpoint_step"]) == (5, 2, 5)
+    assert 0.55 <= beat["checkpoint_s"] < 1.5
+
+
+def test_a_step_aimed_preemption_marks_its_step_and_waits_there_for_the_signal(tmp_path: Path) -> None:
+    faults = [{"kind": "preempt", "replica": "workerpool1-0", "local_rank": 1, "after_step": 2}]
+    watcher = health.Watcher(_env(tmp_path, **{health.FAULTS_VARIABLE: json.dumps(faults)}))
+    watcher.on_step()
+    assert not (tmp_path / "reached-workerpool1-0").exists()
+    thread = threading.Thread(target=watcher.on_step, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "reached-workerpool1-0").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "reached-workerpool1-0").read_text() == "2"
+    beat = json.loads((tmp_path / "ranks" / "rank-3.json").read_text())
+    assert beat["step"] == 2
+    thread.join(0.2)
+    assert thread.is_alive()  # it waits at that step for the platform's SIGTERM

@@ -164,3 +164,13 @@ def test_hang_slow_and_scattered_start_read_as_the_watchers_and_runner_take_them
     assert all(0 <= d <= 120 for d in delays.values()) and len(set(delays.values())) == 3
     with pytest.raises(FaultPlanError, match="after_step` or `after`, not both"):
         parse_fault_plan("- kind: hang\n  after_step: 3\n  after: 10s\n")
+
+
+def test_preempt_and_maintenance_take_after_step_as_hang_does() -> None:
+    plan = parse_fault_plan(
+        "- kind: preempt\n  after_step: 70\n  grace: 1s\n- kind: maintenance\n  replica: workerpool1-0\n"
+        "  after_step: 5\n"
+    )
+    assert [getattr(f, "after_step", None) for f in plan.faults] == [70, 5]
+    with pytest.raises(FaultPlanError, match="give `after_step` or `after`, not both"):
+        parse_fault_plan("- kind: preempt\n  after_step: 70\n  after: 6s\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -86,6 +86,29 @@ def _memory_plan(
     return memory.plan_memory(params, shape, template.accelerator_type, optimizer_bytes, share)
 
 
+def _spot_inputs(loaded: Any, rate: float | None) -> dict[str, Any]:
+    """The expected Spot cost's inputs: the flag's rate; else this project's failure history for the
+    template's machine type and region on Spot (`vertexdist.goodput.history`: its preemptions per hour, the
+    start-up and the recomputed time each one cost), where it holds an interruption; else the defaults."""
+    from vertexdist.estimate.spot import DEFAULT_PREEMPTIONS_PER_HOUR
+
+    if rate is not None:
+        return {"preemptions_per_hour": rate, "spot_from": "--preemptions-per-hour"}
+    from vertexdist.goodput.history import load, summary
+
+    seen = summary(load(), loaded.machine_type, loaded.location, "SPOT")
+    if seen is None or not seen.interruptions or seen.per_hour is None:
+        return {"preemptions_per_hour": DEFAULT_PREEMPTIONS_PER_HOUR}
+    found: dict[str, Any] = {
+        "preemptions_per_hour": round(seen.per_hour, 6),
+        "restart_minutes": seen.startup_s_per_attempt / 60.0,
+        "spot_from": f"this project's history ({seen.attempts} attempts, {seen.running_hours:.2f} h)",
+    }
+    if seen.recomputed_s_per_interruption is not None:
+        found["recomputed_minutes"] = seen.recomputed_s_per_interruption / 60.0
+    return found
+
+
 def estimate(
     template: Path = typer.Argument(..., help="The job template (.yaml)."),
     params: str | None = typer.Option(
@@ -118,11 +141,12 @@ def estimate(
     headroom: str | None = typer.Option(
         None, "--headroom", help="Share of each GPU kept for activations and buffers (default 20%)."
     ),
-    preemptions_per_hour: float = typer.Option(
-        0.1,
+    preemptions_per_hour: float | None = typer.Option(
+        None,
         "--preemptions-per-hour",
         min=0.0,
-        help="Spot preemptions per hour for the expected Spot cost (default 0.1, our figure).",
+        help="Spot preemptions per hour for the expected Spot cost (default: this project's failure history"
+        " for the template's machines, else 0.1, our figure).",
     ),
     output_format: str = typer.Option("table", "--format", help="table (default) or json."),
 ) -> None:
@@ -147,7 +171,9 @@ def estimate(
     compute_s = _parsed("--step-compute", units.parse_duration_s, step_compute) if step_compute else None
     count = gradients.params if gradients else None
     plan = _memory_plan(loaded, count, optimizer_bytes, tensor_parallel, pipeline_parallel, headroom)
-    result = build_estimate(loaded, gradients, compute_s, hours, plan, preemptions_per_hour)
+    result = build_estimate(
+        loaded, gradients, compute_s, hours, plan, **_spot_inputs(loaded, preemptions_per_hour)
+    )
     if output_format == "json":
         typer.echo(json.dumps(to_json(result), indent=2))
         return

@@ -99,7 +99,8 @@ def _cost_table(e: Estimate) -> object:
             else "(not expected to finish)"
         )
         table.add_row(
-            f"Spot, {e.spot.rate_per_hour:g} preemptions/h",
+            f"Spot, {e.spot.rate_per_hour:g} preemptions/h"
+            + (f" ({e.spot_from})" if e.spot_from.startswith("this project") else ""),
             extra,
             "",
             "",

@@ -78,6 +78,11 @@ def drive_local(store: Store, managed_id: str, attempts: LocalAttempts) -> None:
     summary = attempts.summary(last.job) if last is not None and last.job else None
     if summary is not None and summary.get("output_path"):
         typer.echo(f"outputs: {summary['output_path']}", err=True)
+    from vertexdist.jobs.goodput import end_of_run_line
+
+    line = end_of_run_line(managed.id)  # across the attempts (docs/guide/goodput.md)
+    if line is not None:
+        typer.echo(line, err=True)
     if managed.state == st.CANCELLED:
         typer.echo(f"managed {managed.id} CANCELLED", err=True)
         raise typer.Exit(130)

@@ -203,6 +203,7 @@ def local_run(
         stream = sys.stdout if result.state is JobState.SUCCEEDED else sys.stderr
         for line in summary_lines(result, run_dir, outputs=summary.get("output_path"), mask=mask):
             print(line, file=stream)
+        _goodput_line(run_dir)
     if result.state is JobState.SUCCEEDED and loaded.model is not None:
         _model_check(loaded, summary)
     if result.state is JobState.CANCELLED:
@@ -210,6 +211,15 @@ def local_run(
     if result.state is not JobState.SUCCEEDED:
         message = result.error.message if result.error else f"job {result.state.value}"
         raise JobFailedError(message, hint=f"logs: {run_dir / 'logs'}")
+
+
+def _goodput_line(run_dir: Path) -> None:
+    """The run's goodput, its biggest loss and that loss's cost (docs/guide/goodput.md), on stderr."""
+    from vertexdist.jobs.goodput import end_of_run_line
+
+    line = end_of_run_line(str(run_dir))
+    if line is not None:
+        typer.echo(line, err=True)
 
 
 def _model_check(loaded: Any, summary: dict[str, Any]) -> None:

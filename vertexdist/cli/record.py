@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -30,10 +30,11 @@ from vertexdist.cli.targets import (
 )
 from vertexdist.errors import JobFailedError
 from vertexdist.jobs.rerun import wait_for
-from vertexdist.jobs.where import open_job
+from vertexdist.jobs.where import JobPlace, open_job
 
 if TYPE_CHECKING:
     from vertexdist.backends.base import JobStatus
+    from vertexdist.goodput.ledger import Ledger
 
 
 def describe(
@@ -59,7 +60,10 @@ def describe(
         record = read_record(backend, name)
         for line in record_doubts(backend, name, record):
             typer.echo(line, err=True)
+        ledger = _ledger(job, at, backend, name) if not (template or request) else None
     shown = {**record, "request": mask_secrets(record["request"])}
+    if ledger is not None:
+        shown["goodput"] = ledger.to_json()
     if as_json:
         typer.echo(json.dumps(shown, indent=2))
     elif template:
@@ -70,6 +74,24 @@ def describe(
     else:
         for line in record_lines(shown):
             typer.echo(line)
+        if ledger is not None:
+            from vertexdist.goodput.view import table
+
+            typer.echo("goodput (where the money went):")
+            for line in table(ledger).splitlines():
+                typer.echo(f"  {line}")
+
+
+def _ledger(job: str, at: JobPlace, backend: Any, name: str) -> Ledger | None:
+    """The job's goodput ledger (docs/guide/goodput.md), where its heartbeats and times can be read."""
+    from vertexdist.jobs.goodput import ledger_at
+    from vertexdist.jobs.ranks import heartbeat_folder
+
+    try:
+        folder = heartbeat_folder(job, at)
+    except Exception:  # no run folder: the logs
+        folder = None
+    return ledger_at(backend, name, folder)
 
 
 def rerun(

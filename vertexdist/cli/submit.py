@@ -11,6 +11,7 @@ Flags and printing only: the work is `vertexdist.jobs.submit`'s.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -121,7 +122,13 @@ def submit(
         from vertexdist.jobs.where import JobPlace
 
         flags = JobPlace(emulator_dir=emulator_data_dir).flags if emulator else ""
-        _submit(session, follow=follow, detach=detach, flags=flags)
+        _submit(
+            session,
+            follow=follow,
+            detach=detach,
+            flags=flags,
+            emulator_dir=emulator_data_dir if emulator else None,
+        )
 
 
 def _refuse_with_managed(*, emulator: bool, dry_run: bool, resume_from: str | None) -> None:
@@ -141,7 +148,9 @@ def _refuse_with_managed(*, emulator: bool, dry_run: bool, resume_from: str | No
         )
 
 
-def _submit(session: SubmitSession, *, follow: bool, detach: bool, flags: str) -> None:
+def _submit(
+    session: SubmitSession, *, follow: bool, detach: bool, flags: str, emulator_dir: Path | None = None
+) -> None:
     job = session.submit()
     name, target = job.name, session.target
     typer.echo(name)
@@ -165,6 +174,8 @@ def _submit(session: SubmitSession, *, follow: bool, detach: bool, flags: str) -
         # The emulator stops with this command; its folder keeps the job for these.
         for line in submitted_where(name, target, flags=flags, done=True):
             typer.echo(line, err=True)
+    if follow:
+        _goodput_line(session, name, flags, emulator_dir)
     if final.state != "SUCCEEDED":
         raise JobFailedError(
             f"job {final.state}: {final.error or 'no error message'}",
@@ -178,6 +189,22 @@ def _submit(session: SubmitSession, *, follow: bool, detach: bool, flags: str) -
         if model is not None:
             typer.echo(f"{model[0]}@{model[1]}")
             typer.echo(f"registered model {model[0]} version {model[1]}", err=True)
+
+
+def _goodput_line(session: SubmitSession, name: str, flags: str, emulator_dir: Path | None) -> None:
+    """The job's goodput, its biggest loss and that loss's cost (docs/guide/goodput.md), on stderr: the
+    heartbeats from an in-process emulator's folder, else from the job's logs."""
+    from vertexdist.jobs.goodput import end_of_run_line
+    from vertexdist.jobs.ranks import heartbeat_folder
+    from vertexdist.jobs.where import JobPlace
+
+    folder = None
+    if emulator_dir is not None:
+        with contextlib.suppress(Exception):
+            folder = heartbeat_folder(name, JobPlace(emulator_dir=emulator_dir))
+    line = end_of_run_line(name, backend=session.backend, folder=folder, shown=f"{name}{flags}")
+    if line is not None:
+        typer.echo(line, err=True)
 
 
 def register(app: typer.Typer) -> None:

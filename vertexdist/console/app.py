@@ -50,6 +50,7 @@ def _environment() -> Environment:
     env.filters["money"] = money
     env.filters["duration"] = duration
     env.filters["stamp"] = stamp
+    env.filters["percent"] = percent
     return env
 
 
@@ -57,6 +58,11 @@ def money(value: float | None) -> str:
     if value is None:
         return "—"
     return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
+
+
+def percent(value: float | None) -> str:
+    """A share (0..1) as `82.3%`; — where there is none."""
+    return "—" if value is None else f"{100 * value:.1f}%"
 
 
 def duration(seconds: float | None) -> str:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from vertexdist.backends.local import LocalBackend
     from vertexdist.backends.local.tuning import LocalTuningBackend
     from vertexdist.backends.vertex import VertexBackend
+    from vertexdist.goodput.ledger import Ledger
 
 EMULATOR_DOWN = "emulator not answering; `vertexdist emulator start`"
 STORAGE_UNREACHABLE = "storage unreachable"
@@ -102,6 +103,7 @@ class JobRow:
     end_time: str | None
     duration_s: float | None
     cost: float | None  # USD at the price table's prices so far; None where a part is unpriced
+    goodput: float | None = None  # productive / billed, for an ended job whose ledger reads (local runs)
 
     @property
     def sort_key(self) -> str:
@@ -118,6 +120,7 @@ class JobPage:
     attempts: list[Attempt] | None = None
     parent: JobRef | None = None  # a trial's tuning run
     links: list[str] = field(default_factory=list)
+    goodput: list[dict[str, Any]] | None = None  # the ledger's stacked bar: `goodput_bar`
 
 
 def _seconds(stamp: str | None) -> float | None:
@@ -138,6 +141,25 @@ def duration_s(status: JobStatus, now: float) -> float | None:
     if end is None:
         end = now if status.state not in TERMINAL_STATES else start
     return max(0.0, end - start)
+
+
+def goodput_bar(ledger: Ledger) -> list[dict[str, Any]]:
+    """The ledger's stacked bar: each category with time, its share of the billed time (percent) and its
+    dollars, in the ledger's order."""
+    from vertexdist.goodput.ledger import CATEGORIES, LABELS
+
+    billed = ledger.billed_s
+    dollars = ledger.dollars()
+    return [
+        {
+            "name": name,
+            "label": LABELS[name],
+            "seconds": ledger.categories[name],
+            "percent": 100.0 * ledger.categories[name] / billed,
+            "usd": dollars[name],
+        }
+        for name in CATEGORIES
+    ]
 
 
 def job_cost(spec: dict[str, Any], location: str | None, seconds: float | None) -> float | None:
@@ -325,7 +347,18 @@ class Console:
 
         cost = job_cost(status.spec, status.location, duration_s(status, now))
         kind = KIND_MANAGED if is_local_attempt(self.local.run_dir(ref.job)) else KIND_CUSTOM
-        return self._row(ref, status, kind, "local", cost)
+        row = self._row(ref, status, kind, "local", cost)
+        if status.state in TERMINAL_STATES:
+            ledger = self._local_ledger(ref)
+            row = dataclasses.replace(row, goodput=ledger.goodput if ledger is not None else None)
+        return row
+
+    def _local_ledger(self, ref: JobRef) -> Ledger | None:
+        """A local run's goodput ledger (docs/guide/goodput.md), from its run folder."""
+        from vertexdist.health.folder import HEALTH_DIR
+        from vertexdist.jobs.goodput import ledger_at
+
+        return ledger_at(self.local, ref.job, self.local.run_dir(ref.job) / HEALTH_DIR)
 
     def _tuning_row(self, ref: JobRef, tuning: TuningStatus, now: float) -> JobRow:
         cost = tuning_cost(tuning, tuning.status.location, now)
@@ -444,6 +477,9 @@ class Console:
             if attempts is not None:
                 row = dataclasses.replace(row, kind=KIND_MANAGED)
                 break
+        ledger = self._local_ledger(ref) if ref.source == "local" and tuning is None else None
+        if ledger is not None:
+            row = dataclasses.replace(row, goodput=ledger.goodput)
         return JobPage(
             row=row,
             status=status,
@@ -453,6 +489,7 @@ class Console:
             attempts=attempts,
             parent=ref.parent,
             links=[status.console_url] if status.console_url else [],
+            goodput=goodput_bar(ledger) if ledger is not None and ledger.billed_s > 0 else None,
         )
 
     def tuning(self, ref: JobRef) -> TuningStatus | None:

@@ -92,6 +92,14 @@ class ReplicaFault:
     grace_s: float
     restarts: bool  # the replica is started again (worker_restarts, maintenance); else the job fails
     kind: str
+    after_step: int | None = None  # due once the replica's local rank 0 reached this step, not `after_s`
+
+    def aim(self) -> dict[str, object] | None:
+        """For a step-aimed fault: what the replica's local rank 0's health watcher reads
+        (`vertexdist_launcher.health`: at that step it marks it and waits for the signal)."""
+        if self.after_step is None:
+            return None
+        return {"kind": self.kind, "replica": self.replica, "local_rank": 0, "after_step": self.after_step}
 
 
 @dataclass
@@ -169,10 +177,15 @@ class CapacityFaults:
                             fault.grace,
                             fault.outcome == "worker_restarts",
                             "preempt",
+                            fault.after_step,
                         )
                     )
                 else:
-                    armed.append(ReplicaFault(fault.replica, fault.after, fault.grace, True, "maintenance"))
+                    armed.append(
+                        ReplicaFault(
+                            fault.replica, fault.after, fault.grace, True, "maintenance", fault.after_step
+                        )
+                    )
         return armed
 
     def start_delays(self, job: str, spec: dict[str, Any]) -> dict[str, float]:

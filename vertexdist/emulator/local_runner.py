@@ -60,6 +60,10 @@ class _LocalRunning:
         runner restarts it however it exits (`LocalJob.stopped_by_platform`)."""
         return self._job.stopped_by_platform(name, pid, why)
 
+    def reached_step(self, name: str) -> bool:
+        """Whether replica `name` reached a step-aimed fault's step (`LocalJob.reached_step`)."""
+        return self._job.reached_step(name)
+
     def set_rank_faults(self, faults: list[dict[str, object]]) -> None:
         """A fault plan's hang and slow faults, for the ranks' health watchers (`LocalJob.rank_faults`)."""
         self._job.rank_faults = faults

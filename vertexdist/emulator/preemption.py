@@ -1,6 +1,7 @@
 """Carries out the preemptions and maintenance events armed against one running job: SIGTERM to the
-replica's process group `after` it started, SIGKILL once `grace` has passed, as Compute Engine stops a VM
-(docs/reference/vertex.md §8.2).
+replica's process group `after` it started (or, for a fault with `after_step`, once `reached` says its local
+rank 0 made that step: its health watcher marks it and waits), SIGKILL once `grace` has passed, as Compute
+Engine stops a VM (docs/reference/vertex.md §8.2).
 
 A fault that restarts the replica (maintenance, a preemption with `outcome: worker_restarts`) first tells
 the job that the platform is stopping it (`stop_notice`: `LocalJob.stopped_by_platform`), so the runner
@@ -48,10 +49,14 @@ class Preemptions:
         faults: list[ReplicaFault],
         clock: Callable[[], float] = time.monotonic,
         stop_notice: StopNotice | None = None,
+        reached: Callable[[str], bool] | None = None,
     ) -> None:
         self._armed = [_Armed(f) for f in faults]
         self._clock = clock
         self._stop_notice = stop_notice
+        # Whether a replica reached the step a step-aimed fault (`after_step`) waits for; without it such a
+        # fault never comes due.
+        self._reached = reached
         self.preempted: str | None = None  # a job_fails fault's replica, set when its SIGTERM is sent
         self.restarted: list[str] = []  # the replicas a restarting fault stopped, in order
         self.stopping = False  # the job is being stopped after the reclaim
@@ -71,7 +76,7 @@ class Preemptions:
                     continue
                 if armed.seen_at is None:
                     armed.seen_at = now
-                if now - armed.seen_at >= armed.fault.after_s:
+                if self._due(armed, now):
                     armed.pid = pid
                     armed.term_at = now
                     if armed.fault.restarts:
@@ -90,6 +95,11 @@ class Preemptions:
                 armed.killed = True
                 done = done or not armed.fault.restarts
         return done
+
+    def _due(self, armed: _Armed, now: float) -> bool:
+        if armed.fault.after_step is not None:
+            return self._reached is not None and self._reached(armed.fault.replica)
+        return armed.seen_at is not None and now - armed.seen_at >= armed.fault.after_s
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

@@ -10,7 +10,13 @@ from vertexdist.estimate.communication import CommEstimate, estimate_communicati
 from vertexdist.estimate.costs import CostEstimate, estimate_costs
 from vertexdist.estimate.memory import STRATEGIES, MemoryPlan, memory_advice, usable_strategies
 from vertexdist.estimate.reserved import reserved_cost
-from vertexdist.estimate.spot import DEFAULT_PREEMPTIONS_PER_HOUR, SpotExpectation, expect_spot
+from vertexdist.estimate.spot import (
+    DEFAULT_PREEMPTIONS_PER_HOUR,
+    RECOMPUTED_MINUTES,
+    RESTART_MINUTES,
+    SpotExpectation,
+    expect_spot,
+)
 from vertexdist.spec import prices
 from vertexdist.spec.prices_data import PRICES_READ_ON, PRICES_SOURCE_URL
 
@@ -37,6 +43,7 @@ class Estimate:
     advice: tuple[Advice, ...]
     memory: MemoryPlan | None = None
     spot: SpotExpectation | None = None
+    spot_from: str = "default"  # where the preemption rate and the time lost per preemption came from
 
     @property
     def spot_expected_total(self) -> float | None:
@@ -54,6 +61,10 @@ def build_estimate(
     hours: float | None = None,
     memory: MemoryPlan | None = None,
     preemptions_per_hour: float = DEFAULT_PREEMPTIONS_PER_HOUR,
+    *,
+    recomputed_minutes: float = RECOMPUTED_MINUTES,
+    restart_minutes: float = RESTART_MINUTES,
+    spot_from: str = "default",
 ) -> Estimate:
     """Costs, the all-reduce (with `gradients`) and the memory plan (with `memory`), and their advice."""
     costs = estimate_costs(t, hours)
@@ -70,8 +81,8 @@ def build_estimate(
                     " pass --grad-dtype bf16 to time a mixed-precision step",
                 )
             )
-    spot = expect_spot(costs.hours, preemptions_per_hour)
-    return Estimate(t, costs, gradients, comm, compute_s, tuple(advice), memory, spot)
+    spot = expect_spot(costs.hours, preemptions_per_hour, recomputed_minutes, restart_minutes)
+    return Estimate(t, costs, gradients, comm, compute_s, tuple(advice), memory, spot, spot_from)
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
@@ -162,6 +173,7 @@ def _spot(e: Estimate) -> dict[str, Any] | None:
         return None
     return {
         "preemptions_per_hour": e.spot.rate_per_hour,
+        "rate_from": e.spot_from,
         "lost_hours_per_preemption": round(e.spot.lost_hours_per_preemption, 4),
         "expected_preemptions": _round(e.spot.preemptions, 2),
         "expected_spot_hours": _round(e.spot.spot_hours, 2),

@@ -8,8 +8,9 @@ managed controller reads both the same way:
 - stockout: the job ends FAILED with "Resources are insufficient in region: R" before any replica starts;
 - flex_wait (a FLEX_START template): the run waits `wait` before its replicas start, or fails with the
   max_wait_duration error once that has passed;
-- preempt (outcome job_fails): `after` the replica started, SIGTERM to its process group, SIGKILL after
-  `grace`; the job then fails with the preemption error, whatever the replicas' exits said;
+- preempt (outcome job_fails): `after` the replica started (or once its local rank 0 made `after_step`
+  steps: its watcher marks the step and waits there), SIGTERM to its process group, SIGKILL after `grace`;
+  the job then fails with the preemption error, whatever the replicas' exits said;
 - preempt with `outcome: worker_restarts`, and maintenance: the same signals, but the job is told first
   that the platform stops the replica (`LocalJob.stopped_by_platform`), so the runner restarts it and the
   job goes on (docs/reference/vertex.md §8.1);
@@ -92,11 +93,13 @@ class LocalFaults:
         if failure is not None:
             job.impose_failure(failure, stop=True)
             return
-        job.rank_faults = self.capacity.rank_faults(name, spec)  # the watchers act on them (hang, slow)
+        rank_faults = self.capacity.rank_faults(name, spec)  # the watchers act on them (hang, slow)
         job.start_delays = self.capacity.start_delays(name, spec)  # scattered_start
         armed = self.capacity.replica_faults(name, spec)
+        # A step-aimed preemption's step is marked by the replica's local rank 0's watcher (after_step).
+        job.rank_faults = rank_faults + [aim for aim in (a.aim() for a in armed) if aim is not None]
         if armed:
-            preemptions = Preemptions(armed, stop_notice=job.stopped_by_platform)
+            preemptions = Preemptions(armed, stop_notice=job.stopped_by_platform, reached=job.reached_step)
             threading.Thread(
                 target=_preempt, args=(job, preemptions), name="local-preempt", daemon=True
             ).start()

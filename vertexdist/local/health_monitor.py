@@ -89,6 +89,8 @@ class HealthMonitor:
         for name in (watcher.BEATS_DIR, watcher.STACKS_DIR):
             shutil.rmtree(self.health_dir / name, ignore_errors=True)
         (self.health_dir / watcher.VERDICT_FILE).unlink(missing_ok=True)
+        for reached in self.health_dir.glob(f"{watcher.REACHED_PREFIX}*"):
+            reached.unlink(missing_ok=True)
         self.health_dir.mkdir(parents=True, exist_ok=True)
 
     def check(self) -> str | None:

@@ -345,6 +345,13 @@ class LocalJob:
         """A line for the job's log from outside its replicas (the health monitor's straggler warning)."""
         self._emit(JobEvent(time=time.time(), job_state=self.state, message=message))
 
+    def reached_step(self, name: str) -> bool:
+        """Whether replica `name` has reached the step a fault plan's step-aimed preemption waits for (its
+        local rank 0's watcher marked it in the health folder: `vertexdist_launcher.health`)."""
+        if self._health is None:
+            return False
+        return (self._health.health_dir / f"{health_watcher.REACHED_PREFIX}{name}").exists()
+
     def stopped_by_platform(self, name: str, pid: int, why: str) -> bool:
         """The platform is about to stop replica `name` (the process group `pid` leads): a maintenance event,
         a Spot VM reclaimed with `outcome: worker_restarts` (`emulator.preemption`, which then sends SIGTERM,

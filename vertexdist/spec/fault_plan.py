@@ -2,11 +2,13 @@
 
 A fault plan is a YAML list; each entry has a `kind` and that kind's fields:
 
-- `preempt`: a Spot VM reclaimed: SIGTERM to `replica`, SIGKILL after `grace`, `after` it started.
+- `preempt`: a Spot VM reclaimed: SIGTERM to `replica`, SIGKILL after `grace`, `after` it started, or once
+  its local rank 0 has made `after_step` steps (that rank then waits there for the signal, so the fault
+  lands at that very step however fast the machine is).
 - `stockout`: the job fails the way Vertex fails it when the region has no capacity.
 - `quota`: the create call answers 429 RESOURCE_EXHAUSTED.
-- `maintenance`: Vertex restarts `replica` on another VM with the same hostname, `after` it started
-  (SIGTERM, SIGKILL after `grace`).
+- `maintenance`: Vertex restarts `replica` on another VM with the same hostname, `after` it started or
+  after `after_step` steps (SIGTERM, SIGKILL after `grace`).
 - `flex_wait`: a FLEX_START job waits `wait` for capacity (`never`: past its max_wait_duration).
 - `hang`: `local_rank` (default 0) of `replica` blocks after `after_step` steps (or `after` it started), as
   if its data read never returned.
@@ -99,7 +101,21 @@ class _ReplicaFault(_Fault):
         return _duration(value)
 
 
-class PreemptFault(_ReplicaFault):
+class _StepAimed(_ReplicaFault):
+    after_step: int | None = Field(
+        default=None,
+        ge=1,
+        description="Once the replica's local rank 0 has made this many steps (instead of `after`).",
+    )
+
+    @model_validator(mode="after")
+    def _one_moment(self) -> _StepAimed:
+        if self.after_step is not None and self.after:
+            raise ValueError("give `after_step` or `after`, not both")
+        return self
+
+
+class PreemptFault(_StepAimed):
     """A Spot VM reclaimed: SIGTERM to the replica, SIGKILL after `grace`."""
 
     kind: Literal["preempt"] = "preempt"
@@ -115,7 +131,7 @@ class PreemptFault(_ReplicaFault):
         return _duration(value)
 
 
-class MaintenanceFault(_ReplicaFault):
+class MaintenanceFault(_StepAimed):
     """Vertex restarts the replica on another VM with the same hostname: SIGTERM, SIGKILL after `grace`."""
 
     kind: Literal["maintenance"] = "maintenance"

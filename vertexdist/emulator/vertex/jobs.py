@@ -462,6 +462,7 @@ class EmulatorService:
             return
         armed = self.capacity.replica_faults(job_name, job["jobSpec"])
         rank_faults = self.capacity.rank_faults(job_name, job["jobSpec"])
+        rank_faults += [aim for aim in (a.aim() for a in armed) if aim is not None]  # after_step
         set_rank_faults = getattr(handle, "set_rank_faults", None)
         if rank_faults and set_rank_faults is not None:  # hang, slow: the ranks' health watchers act
             set_rank_faults(rank_faults)
@@ -474,7 +475,8 @@ class EmulatorService:
             if armed:
                 # A restarting fault tells the job first, so its runner restarts the replica (§8.1).
                 notice = getattr(handle, "stopped_by_platform", None)
-                self._preemptions[job_name] = Preemptions(armed, stop_notice=notice)
+                reached = getattr(handle, "reached_step", None)
+                self._preemptions[job_name] = Preemptions(armed, stop_notice=notice, reached=reached)
         current = self.store.get(job_name)
         if current is not None and current["state"] == "JOB_STATE_CANCELLING":
             handle.cancel()

@@ -16,7 +16,13 @@
   write its stacks to `stacks/rank-N.txt` now (`vertexdist ranks --stacks`). On Vertex, where no monitor
   runs, a rank that made no progress for `hang_timeout` decides so itself.
 - A fault plan's `hang` and `slow` faults (`VERTEXDIST_HEALTH_FAULTS`) act from the same step hook, so they
-  reach an unchanged script.
+  reach an unchanged script. So does the aim of a `preempt` or `maintenance` fault with `after_step`: at that
+  step the rank writes its heartbeat and `reached-<replica>` in the health folder, and waits there for the
+  platform's SIGTERM (the local runner's or the emulator's preemption reads the file).
+- Checkpoint saves: `with vertexdist_launcher.health.checkpoint(): save(...)` times a save and marks the
+  step it saved (the bundled trainer does so); the heartbeat carries the saves' count, their time and the
+  last saved step, for the goodput ledger (`vertexdist goodput`). A save writes a heartbeat at once, so the
+  last saved step is known exactly however the rank ends afterwards.
 
 Standard library only; every error in the watcher is swallowed: it must never hurt the training.
 """
@@ -32,7 +38,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import FrameType
 from typing import Any
 
@@ -56,6 +62,8 @@ VERDICT_FILE = "verdict.json"
 BEATS_DIR = "ranks"
 STACKS_DIR = "stacks"
 REQUEST_PREFIX = "stacks-"
+REACHED_PREFIX = "reached-"  # + replica: a step-aimed preemption's step was reached (a fault plan's)
+STEP_AIMED = ("preempt", "maintenance")
 # A hang's dump in the replica's log (stderr): the verdict line, then `DUMP_MARK` and the rank's stacks.
 VERDICT_MARK = "vertexdist_launcher: "
 DUMP_MARK = "vertexdist_launcher: stacks of "
@@ -342,6 +350,9 @@ class Watcher:
         self.started_at = time.time()
         self.first_step_at: float | None = None
         self.last_step_at: float | None = None
+        self.checkpoint_s = 0.0
+        self.checkpoints = 0
+        self.checkpoint_step: int | None = None
         self.durations: deque[float] = deque(maxlen=WINDOW)
         self.samples: deque[str] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
         self.sample_steps: deque[int] = deque(maxlen=int(WINDOW * 5 / SAMPLE_S))
@@ -372,6 +383,19 @@ class Watcher:
                 self.faults.remove(fault)
                 self._block(fault)
                 return
+            elif fault.get("kind") in STEP_AIMED and self.steps >= int(fault.get("after_step") or 0):
+                self.faults.remove(fault)
+                self._reached(fault)
+                return
+
+    def on_checkpoint(self, seconds: float, saved: bool = True) -> None:
+        """A save took `seconds`; `saved`: it completed, at the step count reached so far."""
+        self.checkpoint_s += max(0.0, seconds)
+        if saved:
+            self.checkpoints += 1
+            self.checkpoint_step = self.steps
+        with contextlib.suppress(Exception):  # at once: the saved step must outlive a kill that follows
+            self.write_beat()
 
     def _hang_due(self, fault: Mapping[str, Any]) -> bool:
         if fault.get("after_step") is not None:
@@ -385,6 +409,19 @@ class Watcher:
         # The plan counts the steps made; a verdict names the step a rank is in, one more: say both.
         made = self.steps
         say(f"rank {self.rank} blocks after step {made}, in step {made + 1} (a fault plan's hang)")
+        threading.Event().wait()
+
+    def _reached(self, fault: Mapping[str, Any]) -> None:
+        """A step-aimed preemption's step: the heartbeat and the mark the platform waits for, then this rank
+        waits for its signal (the step count the fault meets is this one, however fast the machine)."""
+        from . import say
+
+        if self.dir is None:
+            return
+        with contextlib.suppress(Exception):
+            self.write_beat()
+            self.write_file(f"{REACHED_PREFIX}{self.replica}", str(self.steps))
+        say(f"rank {self.rank} reached step {self.steps}: the fault plan's {fault.get('kind')} lands here")
         threading.Event().wait()
 
     def _hook(self, _optimizer: object, _args: object, _kwargs: object) -> None:
@@ -429,6 +466,9 @@ class Watcher:
             "steps_per_s": 1.0 / mean if mean else None,
             "wait_share": round(wait_share, 3),
             "own_step_s": mean * (1.0 - wait_share) if mean is not None else None,
+            "checkpoint_s": round(self.checkpoint_s, 6),
+            "checkpoints": self.checkpoints,
+            "checkpoint_step": self.checkpoint_step,
             "state": state,
             "where": self.last["where"],
             "what": self.last["what"],
@@ -583,3 +623,27 @@ def step() -> None:
     if watcher is not None:
         watcher.manual = True
         watcher.on_step()
+
+
+@contextlib.contextmanager
+def checkpoint() -> Iterator[None]:
+    """Time one checkpoint save of this rank: `with health.checkpoint(): torch.save(...)`, on every rank
+    that takes part in the save (those that wait for it too). The goodput ledger counts the time as
+    checkpointing, and the step count reached as saved (a save that raises counts its time, not the step).
+    Does nothing without a watcher."""
+    started = time.time()
+    saved = False
+    try:
+        yield
+        saved = True
+    finally:
+        watcher = _WATCHER
+        if watcher is not None:
+            watcher.on_checkpoint(time.time() - started, saved)
+
+
+def checkpoint_saved(seconds: float) -> None:
+    """The same as `checkpoint()`, for a save the script timed itself: it took `seconds`, and is complete."""
+    watcher = _WATCHER
+    if watcher is not None:
+        watcher.on_checkpoint(seconds)
