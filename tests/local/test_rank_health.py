@@ -143,7 +143,14 @@ def test_a_rank_blocked_in_its_read_ends_the_job_at_hang_timeout_naming_it_and_r
     # The replicas' own code, HUNG (124); a replica whose ranks lost their hung peer first may end 1 instead
     # (its gloo wait fails as the others are stopped); seen under load. The verdict holds.
     assert 124 in codes and codes <= {124, 1}, codes
-    assert "stacks of rank 3" in (run / "logs" / "workerpool1-0.log").read_text()
+    # Every rank's dump, the culprit's and its peers', is in its replica's log and in the run folder: no rank
+    # ended (and had torchrun stop its replica) before the others had written theirs.
+    for rank in range(4):
+        log = (run / "logs" / f"workerpool{rank // 2}-0.log").read_text()
+        assert f"stacks of rank {rank} (workerpool{rank // 2}-0, local rank {rank % 2})" in log, rank
+        assert (run / "health" / "stacks" / f"rank-{rank}.dumped").exists(), rank
+    dumps = cli("ranks", str(run), "--stacks", "--json")
+    assert json.loads(dumps.stdout)["no_stacks"] == [], dumps.stdout
     after = cli("ranks", str(run), "--json")  # still there once the job has ended
     assert json.loads(after.stdout)["verdict"] == message
 
