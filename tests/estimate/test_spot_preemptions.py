@@ -61,3 +61,18 @@ def test_the_cli_default_is_the_documented_figure_and_the_rate_changes_the_cost(
     assert busy["on_demand_cost_total_usd"] == default["on_demand_cost_total_usd"]
     calm = _estimate_json("--preemptions-per-hour", "0")["spot_with_preemptions"]
     assert isinstance(calm, dict) and calm["expected_preemptions"] == 0
+
+
+def test_a_managed_template_on_no_persistent_resource_is_told_how_a_restart_starts_warm_on_vertex() -> None:
+    from vertexdist.estimate.advice import restarts_start_warm
+    from vertexdist.spec.loader import load_template
+    from vertexdist.spec.recovery import RecoverySpec
+
+    plain = load_template(TEMPLATE)
+    managed = plain.model_copy(update={"recovery": RecoverySpec()})
+    assert restarts_start_warm(plain) == []  # no new attempts: nothing to start again
+    (advice,) = restarts_start_warm(managed)
+    assert advice.level == "info" and "persistent_resource_id:" in advice.message
+    assert "persistent-resource-overview" in advice.message
+    on_pool = managed.model_copy(update={"persistent_resource_id": "my-pool"})
+    assert restarts_start_warm(on_pool) == []  # already starts on machines that are up
