@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     hog = None if args.no_hog else start_hog()
     rounds: list[Round] = []
     started = time.monotonic()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped early: the rounds so far still count
     try:
         for index in range(1, args.runs + 1):
             for group, targets in groups.items():
@@ -176,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{one.wall_s:.1f}s (pytest exit {one.exit_code})",
                     flush=True,
                 )
+    except KeyboardInterrupt:
+        print("stopped: the figures are those of the rounds that ended", flush=True)
     finally:
         if hog is not None:
             hog.kill()
@@ -185,9 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     total = time.monotonic() - started
     failures = sum(f.failures for f in figures.values())
     beside = "beside a CPU hog" if hog else "without a CPU hog"
-    print(f"{failures} failure(s) in {args.runs} round(s) of each group, {beside}, {total:.0f}s")
+    done = max((r.index for r in rounds), default=0)
+    print(f"{failures} failure(s) in {done} round(s) of each group, {beside}, {total:.0f}s")
     summary = {
-        "runs": args.runs,
+        "runs": done,
         "hog": hog is not None,
         "cpus": os.cpu_count(),
         "total_s": round(total, 1),
