@@ -106,6 +106,7 @@ def _jobs(cwd: Path, managed_id: str) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(480)  # a run and seven commands: over 180 s beside a CPU hog at load average 17
 def test_logs_show_both_attempts_lines_in_order_each_after_its_header(tmp_path: Path) -> None:
     managed_id = _preempted_once(tmp_path)
     first, second = _jobs(tmp_path, managed_id)
