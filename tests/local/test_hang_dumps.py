@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from vertexdist.backends.base import JobError
 from vertexdist.cli.ranks import missing_stacks
 from vertexdist.local.health_monitor import HealthMonitor
@@ -64,3 +66,14 @@ def test_ranks_stacks_names_each_rank_without_a_dump() -> None:
     assert missing_stacks({0: "...", 2: "..."}, rows) == [1]
     assert missing_stacks({}, rows) == [0, 1, 2]  # hung, and no dump at all
     assert missing_stacks({}, {**rows, "verdict": None}) == []  # a job that ended well has no dumps
+
+
+def test_ranks_stacks_prints_a_line_in_place_of_each_missing_dump(capsys: pytest.CaptureFixture[str]) -> None:
+    from vertexdist.cli.ranks import _print_stacks
+
+    _print_stacks({0: "rank 0 at step 5\nThread MainThread\n"}, [1], live=False, as_json=False)
+    out = capsys.readouterr().out
+    assert "===== rank 0 =====\nrank 0 at step 5" in out
+    assert "===== rank 1 =====\nno stacks of rank 1: it left no dump" in out
+    _print_stacks({}, [0], live=True, as_json=True)
+    assert json.loads(capsys.readouterr().out) == {"stacks": {}, "no_stacks": [0]}
