@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv test lint typecheck unit browser docker-tools docs demo bench clean
+.PHONY: venv test lint typecheck unit browser docker-tools docs demo bench clean stress
 
 venv: $(STAMP)
 
@@ -65,6 +65,13 @@ bench: venv
 	# The warm pool's variants (local-run --warm for a script and for torchrun, emulator start --warm), each against
 	# torchrun by hand or the SDK in the same script.
 	for b in bench_local_run bench_launcher bench_submit; do echo "== bench/$$b.py --warm"; $(PY) bench/$$b.py --warm || exit 1; done
+
+# The process-heavy tests (rank health, launchers, managed jobs, Ctrl-C, the warm pool), STRESS_RUNS times each
+# beside a CPU hog that takes one core (tests/stress/stress.py); any failure fails it. Run it before resolving an
+# issue that touches processes; its figures are in docs/speed.md.
+STRESS_RUNS ?= 10
+stress: venv
+	$(PY) tests/stress/stress.py --runs $(STRESS_RUNS)
 
 clean:
 	rm -rf $(VENV) .vertexdist .pytest_cache .mypy_cache .ruff_cache site

@@ -97,3 +97,18 @@ def test_the_expected_spot_cost_uses_this_projects_failure_history(tmp_path: Pat
     assert expected.spot_hours is not None
     assert seen["expected_spot_hours"] == pytest.approx(round(expected.spot_hours, 2))
     assert _estimate_json()["spot_with_preemptions"]["rate_from"] == "default"  # type: ignore[index]
+
+
+def test_a_managed_template_on_no_persistent_resource_is_told_how_a_restart_starts_warm_on_vertex() -> None:
+    from vertexdist.estimate.advice import restarts_start_warm
+    from vertexdist.spec.loader import load_template
+    from vertexdist.spec.recovery import RecoverySpec
+
+    plain = load_template(TEMPLATE)
+    managed = plain.model_copy(update={"recovery": RecoverySpec()})
+    assert restarts_start_warm(plain) == []  # no new attempts: nothing to start again
+    (advice,) = restarts_start_warm(managed)
+    assert advice.level == "info" and "persistent_resource_id:" in advice.message
+    assert "persistent-resource-overview" in advice.message
+    on_pool = managed.model_copy(update={"persistent_resource_id": "my-pool"})
+    assert restarts_start_warm(on_pool) == []  # already starts on machines that are up

@@ -265,3 +265,65 @@ def test_a_step_aimed_preemption_marks_its_step_and_waits_there_for_the_signal(t
     assert beat["step"] == 2
     thread.join(0.2)
     assert thread.is_alive()  # it waits at that step for the platform's SIGTERM
+
+
+def _hung_rank(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Thread, list[int]]:
+    """`env`'s watcher told that the job hung, in a thread of its own, its `os._exit` recorded."""
+    import os
+
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    watcher = health.Watcher(env)
+    watcher.on_step()
+    thread = threading.Thread(target=watcher.stop_hung, args=("hung: rank 3 is in fetch_shard",), daemon=True)
+    thread.start()
+    return thread, exits
+
+
+def test_a_hung_rank_dumps_then_exits_only_once_every_rank_of_the_job_has_dumped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _env(tmp_path, WORLD_SIZE="2", RANK="1")
+    thread, exits = _hung_rank(env, monkeypatch)
+    assert _wait((tmp_path / "stacks" / health.dumped_marker(1)).exists)  # its own dump is done
+    assert "Thread MainThread" in (tmp_path / "stacks" / "rank-1.txt").read_text()
+    assert json.loads((tmp_path / "ranks" / "rank-1.json").read_text())["step"] == 1  # its last heartbeat
+    assert "vertexdist_launcher: stacks of rank 1" in capsys.readouterr().err
+    assert thread.is_alive() and exits == []  # rank 0 has not dumped yet: rank 1 must not end its replica
+    (tmp_path / "stacks" / health.dumped_marker(0)).write_text("")
+    thread.join(health.DUMP_WAIT_S)
+    assert exits == [health.HUNG_EXIT]
+
+
+def test_the_wait_for_dumps_is_bounded_and_names_the_ranks_still_missing(tmp_path: Path) -> None:
+    (tmp_path / health.dumped_marker(0)).write_text("")
+    assert health.wait_for_dumps(str(tmp_path), ["0", "1", "2"], 0.0) == ["1", "2"]
+    assert health.wait_for_dumps(str(tmp_path / "none"), ["0"], 0.0) == ["0"]
+    assert health.wait_for_dumps(str(tmp_path), ["0"], 60.0) == []
+
+
+def test_on_vertex_a_hung_rank_waits_for_its_replicas_local_ranks_and_other_replicas_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {
+        "RANK": "3",
+        "LOCAL_RANK": "1",
+        "WORLD_SIZE": "4",
+        "LOCAL_WORLD_SIZE": "2",
+        "CLUSTER_SPEC": json.dumps({"task": {"type": "workerpool1", "index": 0}}),
+        health.DUMPS_VARIABLE: str(tmp_path),
+    }
+    watcher = health.Watcher(env)
+    assert watcher.dir is None and watcher.remote_grace_s() == pytest.approx(1.2)  # no step time yet
+    watcher.durations.extend([0.5, 0.5])
+    assert watcher.remote_grace_s() == pytest.approx(2.2)  # two steps and two samples
+    watcher.durations.extend([60.0])
+    assert watcher.remote_grace_s() == health.DUMP_WAIT_S  # bounded
+    assert health.Watcher({**env, "WORLD_SIZE": "2"}).remote_grace_s() == 0.0  # one replica: no one else
+
+    thread, exits = _hung_rank({**env, "WORLD_SIZE": "2"}, monkeypatch)
+    assert _wait((tmp_path / health.dumped_marker("local-1-0")).exists)
+    assert thread.is_alive() and exits == []  # its replica's local rank 0 has not dumped yet
+    (tmp_path / health.dumped_marker("local-0-0")).write_text("")
+    thread.join(health.DUMP_WAIT_S)
+    assert exits == [health.HUNG_EXIT]

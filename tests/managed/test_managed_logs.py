@@ -24,7 +24,8 @@ from vertexdist.managed.logs import AttemptHeader, managed_logs
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Numbers its runs by the files it leaves in RUNS, prints a line, sleeps, prints another, exits CODE.
+# Numbers its runs by the files it leaves in RUNS, prints a line, sleeps, prints another, exits CODE; its
+# first run sleeps FIRST seconds instead, where given (the run a preemption ends, long after its first line).
 STANDIN = """\
 import sys, time
 from pathlib import Path
@@ -33,16 +34,20 @@ runs.mkdir(exist_ok=True)
 n = len(list(runs.iterdir())) + 1
 (runs / str(n)).touch()
 print(f"run {n} started", flush=True)
-time.sleep(float(sys.argv[2]))
+time.sleep(float(sys.argv[4] if n == 1 and len(sys.argv) > 4 else sys.argv[2]))
 print(f"run {n} finished", flush=True)
 raise SystemExit(int(sys.argv[3]))
 """
-PREEMPT_ONCE = "- kind: preempt\n  replica: workerpool0-0\n  after: 1s\n  grace: 1s\n  times: 1\n"
+# 8 s after the first run started, which then sleeps 120 s: under `make stress` (a CPU hog, load average 17) a
+# preemption 1 s after the start landed before the run had printed its first line.
+PREEMPT_ONCE = "- kind: preempt\n  replica: workerpool0-0\n  after: 8s\n  grace: 1s\n  times: 1\n"
+FIRST_RUN_S = 120.0
 
 
-def _template(tmp: Path, *, sleep: float = 2.0, code: int = 0) -> Path:
+def _template(tmp: Path, *, sleep: float = 2.0, code: int = 0, first: float | None = None) -> Path:
     script = tmp / "standin.py"
     script.write_text(STANDIN)
+    extra = [] if first is None else [str(first)]
     body = {
         "display_name": "managed-logs",
         "project": "my-project",
@@ -51,7 +56,7 @@ def _template(tmp: Path, *, sleep: float = 2.0, code: int = 0) -> Path:
         "machine_type": "n1-standard-4",
         "scheduling_strategy": "SPOT",
         "replica_count": 1,
-        "trainer": {"script": str(script), "args": [str(tmp / "runs"), str(sleep), str(code)]},
+        "trainer": {"script": str(script), "args": [str(tmp / "runs"), str(sleep), str(code), *extra]},
         "recovery": {"max_preemptions": 2},
     }
     path = tmp / "job.yaml"
@@ -86,7 +91,7 @@ def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def _preempted_once(tmp: Path) -> str:
     plan = tmp / "plan.yaml"
     plan.write_text(PREEMPT_ONCE)
-    done = _cli(tmp, "local-run", str(_template(tmp)), "--fault-plan", str(plan))
+    done = _cli(tmp, "local-run", str(_template(tmp, first=FIRST_RUN_S)), "--fault-plan", str(plan))
     assert done.returncode == 0, done.stderr[-3000:]
     # Each attempt's replicas are shown live, as a plain local-run shows them (here prefixed lines).
     started = re.findall(r"^vertexdist +\| workerpool0-0 started, pid \d+$", done.stdout, re.M)
@@ -101,6 +106,7 @@ def _jobs(cwd: Path, managed_id: str) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(480)  # a run and seven commands: over 180 s beside a CPU hog at load average 17
 def test_logs_show_both_attempts_lines_in_order_each_after_its_header(tmp_path: Path) -> None:
     managed_id = _preempted_once(tmp_path)
     first, second = _jobs(tmp_path, managed_id)
@@ -146,7 +152,8 @@ def test_follow_started_while_it_runs_goes_on_to_the_next_attempt_and_ends_when_
 ) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text(PREEMPT_ONCE)
-    run = _start(tmp_path, "local-run", str(_template(tmp_path, sleep=3.0)), "--fault-plan", str(plan))
+    template = _template(tmp_path, sleep=3.0, first=FIRST_RUN_S)
+    run = _start(tmp_path, "local-run", str(template), "--fault-plan", str(plan))
     assert run.stdout is not None
     managed_id = run.stdout.readline().split()[1]
     follow = _start(tmp_path, "managed", "logs", managed_id, "--follow")

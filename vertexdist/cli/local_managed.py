@@ -55,6 +55,7 @@ def _show(run: LocalRun, events: queue.Queue[JobEvent]) -> threading.Thread:
 def drive_local(store: Store, managed_id: str, attempts: LocalAttempts) -> None:
     """Drive the managed job here until it ends, each attempt's replicas shown live; exit 0 when an attempt
     succeeded, 130 when interrupted."""
+    from vertexdist.jobs.attempt_pool import AttemptPool
     from vertexdist.managed import store as st
     from vertexdist.managed.service import drive
 
@@ -64,6 +65,9 @@ def drive_local(store: Store, managed_id: str, attempts: LocalAttempts) -> None:
         attempts.interrupt()
 
     attempts.on_run = lambda run, events: views.append(_show(run, events))
+    if attempts.pool is None and not (attempts.place.warm or attempts.place.docker):
+        # A recovery starts warm: the next attempt's replicas fork from this pool (`jobs.attempt_pool`).
+        attempts.pool = AttemptPool().start()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         managed = drive(store, managed_id, _notice, poll_s=POLL_S, backend=attempts)
@@ -73,6 +77,8 @@ def drive_local(store: Store, managed_id: str, attempts: LocalAttempts) -> None:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if attempts.pool is not None:
+            attempts.pool.stop()
     tried = store.attempts(managed_id)
     last = tried[-1] if tried else None
     summary = attempts.summary(last.job) if last is not None and last.job else None

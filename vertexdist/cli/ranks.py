@@ -44,15 +44,28 @@ def table(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _print_stacks(dumps: dict[int, str], as_json: bool) -> None:
+def missing_stacks(dumps: dict[int, str], found: dict[str, Any]) -> list[int]:
+    """The ranks with a heartbeat but no stacks, where some rank has stacks or the job was called hung."""
+    if not dumps and not found.get("verdict"):
+        return []
+    return sorted({int(row["rank"]) for row in found["ranks"]} - set(dumps))
+
+
+def _print_stacks(dumps: dict[int, str], missing: list[int], live: bool, as_json: bool) -> None:
+    why = "it did not answer" if live else "it left no dump (its process ended before it could write one)"
     if as_json:
-        typer.echo(json.dumps({"stacks": {str(k): v for k, v in dumps.items()}}, indent=2))
+        payload = {"stacks": {str(k): v for k, v in dumps.items()}, "no_stacks": missing}
+        typer.echo(json.dumps(payload, indent=2))
         return
-    if not dumps:
+    if not dumps and not missing:
         typer.echo("no stacks: no rank answered, and none left a dump")
-    for rank, text in dumps.items():
-        shown = "\n".join(plain(line) for line in text.rstrip().splitlines())
-        typer.echo(f"===== rank {rank} =====\n{shown}\n")
+    for rank in sorted({*dumps, *missing}):
+        text = dumps[rank].rstrip() if rank in dumps else f"no stacks of rank {rank}: {why}"
+        shown = "
+".join(plain(line) for line in text.splitlines())
+        typer.echo(f"===== rank {rank} =====
+{shown}
+")
 
 
 def ranks(
@@ -93,11 +106,12 @@ def ranks(
 
     found = read()
     if stacks:
+        live = folder is not None and not found["ended"] and bool(found["ranks"])
         if folder is None:
             dumps: dict[int, str] = found["stacks"]
         else:
-            dumps = service.stacks(folder, live=not found["ended"] and bool(found["ranks"]))
-        _print_stacks(dumps, as_json)
+            dumps = service.stacks(folder, live=live)
+        _print_stacks(dumps, missing_stacks(dumps, found), live, as_json)
         return
     if as_json:
         typer.echo(json.dumps({"ranks": found["ranks"], "verdict": found["verdict"]}, indent=2))

@@ -161,6 +161,27 @@ def caveats(t: JobTemplate, comm: CommEstimate | None, costs: CostEstimate) -> l
     return notes
 
 
+PERSISTENT_RESOURCES = "https://cloud.google.com/vertex-ai/docs/training/persistent-resource-overview"
+
+
+def restarts_start_warm(t: JobTemplate) -> list[Advice]:
+    """A managed job (`recovery:`) on no persistent resource: every new attempt (a preemption's, a hang's
+    retry) pays Vertex's provisioning and set-up again, the start-up the Spot figure counts per preemption.
+    On a persistent resource the machines are already up, so an attempt starts on them at once: on Vertex,
+    the warm start a managed local run gets from its controller's own pool."""
+    if t.recovery is None or t.persistent_resource_id is not None:
+        return []
+    return [
+        Advice(
+            "info",
+            "recovery: each new attempt provisions its machines again (minutes on Vertex; the Spot figure"
+            " counts 10 per preemption); on a persistent resource (`persistent_resource_id:`, made by"
+            " `vertexdist pool create ID --from` this template) it starts on machines already up, at the"
+            f" resource's idle cost ({PERSISTENT_RESOURCES})",
+        )
+    ]
+
+
 def advise(
     t: JobTemplate,
     comm: CommEstimate | None,
@@ -169,10 +190,11 @@ def advise(
     bytes_per_param: int | None,
 ) -> list[Advice]:
     if comm is None:
-        return caveats(t, comm, costs)
+        return caveats(t, comm, costs) + restarts_start_warm(t)
     return (
         reducer_sizing(t, comm, costs)
         + reducers_pay(t, comm, costs, compute_s)
         + communication_bound(t, comm, compute_s, bytes_per_param)
         + caveats(t, comm, costs)
+        + restarts_start_warm(t)
     )

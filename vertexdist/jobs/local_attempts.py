@@ -31,10 +31,13 @@ from vertexdist.managed.reasons import LOST_MESSAGE
 from vertexdist.private_files import write_private_json
 
 if TYPE_CHECKING:
+    from vertexdist.jobs.attempt_pool import AttemptPool
     from vertexdist.jobs.local_faults import LocalFaults
     from vertexdist.spec.models import JobTemplate
 
 MARKER = "managed.json"
+POOL_WAIT_S = 60.0
+WARM_NOTE = "this attempt's replicas start warm, forked from the managed run's own warm pool"
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class LocalAttempts:
     faults: LocalFaults | None = None
     # Called with each attempt this process starts and the queue of its job's events (a live view's feed).
     on_run: Callable[[LocalRun, queue.Queue[JobEvent]], None] | None = None
+    # The controller's warm pool (`jobs.attempt_pool`): an attempt made once it answers forks from it.
+    pool: AttemptPool | None = None
     _runs: dict[str, LocalRun] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -81,6 +86,7 @@ class LocalAttempts:
             timeout_s=self.place.timeout_s,
             grace_s=self.place.grace_s,
             warm=self.place.warm,
+            warm_socket=self._warm_socket(resume_from),
             faults=self.faults,
         )
 
@@ -93,9 +99,21 @@ class LocalAttempts:
             self._runs[run.name] = run
         if self.on_run is not None:
             self.on_run(run, events)
+        if request.warm_socket is not None:
+            run.backend.job(run.name).note(f"{WARM_NOTE} (torch and the trainer already imported)")
         if self._stopping.is_set():  # interrupted while this attempt was being made
             run.job.cancel()
         return CreatedJob(run.name, str(run.run_dir))
+
+    def _warm_socket(self, resume_from: str | None) -> Path | None:
+        """The controller's pool for this attempt, if it has one that answers (`jobs.attempt_pool`). A
+        recovery (an attempt that resumes) waits for the pool the first attempt started, at most
+        `POOL_WAIT_S`: what it has left of its imports is less than a cold start's."""
+        if self.pool is None or self.place.warm:
+            return None
+        if resume_from is not None:
+            self.pool.wait_ready(POOL_WAIT_S)
+        return self.pool.socket()
 
     def find(self, template: JobTemplate, label: str) -> CreatedJob | None:
         if not self.runs_dir.is_dir():

@@ -48,6 +48,7 @@ class LocalRunRequest:
     timeout_s: float | None = None
     grace_s: float = 5.0
     warm: bool = False  # replicas forked from the warm pool where they can be (`local.warm_pool`)
+    warm_socket: Path | None = None  # ... from this pool, kept by its owner (`jobs.attempt_pool`)
     seed: int | None = None  # tuning: random and bayesian suggestions (None: a fresh draw)
     faults: LocalFaults | None = None  # a fault plan's faults (--fault-plan); template jobs only
 
@@ -71,6 +72,7 @@ def local_backend(request: LocalRunRequest) -> LocalBackend:
         procs_per_replica=request.procs_per_replica,
         docker=request.docker,
         warm=request.warm,
+        warm_socket=request.warm_socket,
     )
     return create_backend(
         "local", options, grace_s=request.grace_s, timeout_s=request.timeout_s, seed=request.seed

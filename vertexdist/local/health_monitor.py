@@ -5,8 +5,10 @@ local-run and the emulator both run jobs through `LocalJob`, which starts one mo
 are `vertexdist.health.verdict`'s (pure); this module only reads files, writes the verdict and acts:
 
 - hung: the verdict goes to `verdict.json`; every watcher then prints its stacks into its log and exits
-  `HUNG_EXIT`. The job fails with the verdict (`impose_failure`); ranks still alive `EXIT_WAIT_S` later are
-  stopped.
+  `HUNG_EXIT` once every rank has (`vertexdist_launcher.health.Watcher.await_dumps`). The job fails with the
+  verdict (`impose_failure`); nothing is stopped before every rank's dump is there (`await_dumps`, which the
+  runner calls too before it stops replicas), at most `DUMP_WAIT_S`; a rank whose dump is still missing is
+  named in the job's log and in the summary; ranks still alive `EXIT_WAIT_S` later are stopped.
 - at the end: `summary.json` keeps the verdict, the stragglers and the end time, for `vertexdist ranks`.
 - silent: no replica printed a line (its log file unchanged) and no rank stepped for `silence` seconds: one
   line (`vertexdist.health.silence`) names where each rank's main thread is, the Ray driver's included;
@@ -34,6 +36,7 @@ from vertexdist.spec.health import DEFAULT_HANG_TIMEOUT_S, DEFAULT_SILENCE_S, DE
 
 TICK_S = 1.0
 EXIT_WAIT_S = 5.0
+DUMP_WAIT_S = watcher.DUMP_WAIT_S + 2.0  # the ranks' own wait, and their last look at the folder
 CODE_DEADLINE_EXCEEDED = 4  # google.rpc.Code, as the job's timeout
 
 
@@ -72,6 +75,17 @@ class HealthConfig:
         )
 
 
+def no_stacks_line(rank: int, beat: Mapping[str, object] | None, waited_s: float) -> str:
+    """What the job's log says of a rank of a hung job that left no stacks. Pure."""
+    who = f"rank {rank}"
+    if beat is not None:
+        who += f" ({beat.get('replica')}, local rank {beat.get('local_rank')})"
+    return (
+        f"{who} left no stacks within {waited_s:g}s of the verdict: its process had ended before, or its "
+        "watcher could not run (a thread holding the GIL); its last heartbeat is all there is of it"
+    )
+
+
 @dataclass
 class HealthMonitor:
     job: Supervised
@@ -82,6 +96,8 @@ class HealthMonitor:
     flagged: dict[int, float] = field(default_factory=dict)
     started_at: float | None = None
     silence_told: float | None = None  # the quiet spell (its start) the last silence line was about
+    no_stacks: list[int] | None = None  # once the dumps were waited for: the ranks that left none
+    _dumps_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def new_attempt(self) -> None:
         """A new attempt's ranks start afresh: the last attempt's heartbeats and verdict go."""
@@ -131,14 +147,34 @@ class HealthMonitor:
         self.job.note(verdict)
         path = self.health_dir / watcher.VERDICT_FILE
         path.write_text(json.dumps({"verdict": verdict, "at": self.clock()}), encoding="utf-8")
+        self.await_dumps()
         deadline = time.monotonic() + EXIT_WAIT_S
         while time.monotonic() < deadline and not self.job.done:
             time.sleep(0.1)
         self.job.impose_failure(JobError(CODE_DEADLINE_EXCEEDED, verdict), stop=True)
 
+    def await_dumps(self, bound_s: float = DUMP_WAIT_S) -> list[int]:
+        """Once the job is called hung: wait until every rank has left its dump, at most `bound_s`; each rank
+        still without one is named in the job's log (once). The ranks without one; [] for a job not hung."""
+        if self.verdict is None:
+            return []
+        with self._dumps_lock:
+            if self.no_stacks is None:
+                beats = read_beats(self.health_dir)
+                size = max([int(b.get("world_size") or 0) for b in beats] + [len(beats)])
+                ranks = [str(r) for r in range(size)]
+                folder = str(self.health_dir / watcher.STACKS_DIR)
+                missing = watcher.wait_for_dumps(folder, ranks, bound_s)
+                self.no_stacks = [int(r) for r in missing]
+                by_rank = {int(b["rank"]): b for b in beats}
+                for rank in self.no_stacks:
+                    self.job.note(no_stacks_line(rank, by_rank.get(rank), bound_s))
+            return self.no_stacks
+
     def write_summary(self) -> None:
         summary = {
             "verdict": self.verdict,
+            "no_stacks": self.no_stacks or [],
             "stragglers": [{"rank": r, "slowdown": s} for r, s in sorted(self.flagged.items())],
             "ended_at": self.clock(),
         }

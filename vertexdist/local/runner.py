@@ -623,6 +623,8 @@ class LocalJob:
                     settle_until = time.monotonic() + self._settle_s
             if not pending:
                 outcome = _Outcome(JobState.SUCCEEDED)
+        if self._health is not None:  # a hung job's ranks write their stacks before anything is stopped
+            self._health.await_dumps()
         self._stop_all(running, events)
         self._live = {}
         if self._imposed is not None:  # whatever the replicas' exits said (impose_failure)

@@ -141,10 +141,12 @@ def summary_of(
     }
 
 
-def _warm_spawner() -> Spawner:
+def _warm_spawner(socket: Path | None = None) -> Spawner:
+    """The shared warm pool's spawner (started on first use), or that of the pool at `socket`, which its
+    owner keeps (a managed run's controller: `jobs.attempt_pool`)."""
     from vertexdist.local.warm_pool import WarmSpawner
 
-    return WarmSpawner()
+    return WarmSpawner() if socket is None else WarmSpawner(socket, start=False)
 
 
 class UnknownLocalJob(VertexdistError):
@@ -228,7 +230,11 @@ class LocalBackend:
             timeout_s=self._timeout_s,
             # As on Vertex, the job's code finds its service account on a metadata server (issue 17).
             services=JobServices(identity=identity_of(request)),
-            spawner=_warm_spawner() if self.options.warm else None,
+            spawner=(
+                _warm_spawner(None if self.options.warm else self.options.warm_socket)
+                if self.options.warm or self.options.warm_socket is not None
+                else None
+            ),
         )
         with self._lock:
             self._jobs[request.job_id] = (request, job)

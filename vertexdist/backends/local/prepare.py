@@ -44,6 +44,7 @@ class LocalOptions:
     procs_per_replica: int | None = None
     docker: bool = False
     warm: bool = False  # replicas forked from the warm pool (`local.warm_pool`) where they can be
+    warm_socket: Path | None = None  # ... from this pool, someone else's (a managed run's controller's)
 
 
 _NOTED: set[str] = set()

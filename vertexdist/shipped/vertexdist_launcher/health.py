@@ -12,9 +12,13 @@
   the run folder every `FILE_EVERY_S`; on Vertex one structured line in the replica's log every
   `LOG_EVERY_S` (three a minute), which Cloud Logging keeps at no extra cost.
 - Locally the job's monitor decides that the job is hung and writes `verdict.json`: every rank then prints
-  all its threads' stacks into its log and exits `HUNG_EXIT`. A `stacks-*` request file makes each rank
-  write its stacks to `stacks/rank-N.txt` now (`vertexdist ranks --stacks`). On Vertex, where no monitor
-  runs, a rank that made no progress for `hang_timeout` decides so itself.
+  all its threads' stacks into its log (and `stacks/`), flushed, and exits `HUNG_EXIT` only once every rank
+  of the job has left its dump (or `DUMP_WAIT_S` passed): a rank that exited first would have its launcher
+  (torchrun) stop its replica's other ranks before they wrote theirs. A `stacks-*` request file makes each
+  rank write its stacks to `stacks/rank-N.txt` now (`vertexdist ranks --stacks`). On Vertex, where no monitor
+  runs, a rank that made no progress for `hang_timeout` decides so itself; it waits for its replica's
+  other local ranks' dumps (marker files in `DUMPS_VARIABLE`'s folder, which the torchrun launcher makes per
+  replica) and, while other replicas' ranks may still be deciding, for `remote_grace_s`.
 - A fault plan's `hang` and `slow` faults (`VERTEXDIST_HEALTH_FAULTS`) act from the same step hook, so they
   reach an unchanged script. So does the aim of a `preempt` or `maintenance` fault with `after_step`: at that
   step the rank writes its heartbeat and `reached-<replica>` in the health folder, and waits there for the
@@ -50,6 +54,7 @@ FAULTS_VARIABLE = "VERTEXDIST_HEALTH_FAULTS"  # [{"kind": "hang" | "slow", "loca
 # the process's environment as it starts, so the script, and what it runs, is not handed it.
 MARK_VARIABLE = "VERTEXDIST_HEALTH_MARK"
 ROLE_VARIABLE = "VERTEXDIST_HEALTH_ROLE"  # a watched process that is no training rank: "ray driver"
+DUMPS_VARIABLE = "VERTEXDIST_DUMPS_DIR"  # Vertex: a folder the replica's local ranks share for dump markers
 HUNG_EXIT = 124  # a rank stopped because the job hung (as timeout(1) exits); the reason HUNG
 DEFAULT_HANG_TIMEOUT_S = 1800.0
 DEFAULT_STRAGGLER_RATIO = 1.5
@@ -64,6 +69,8 @@ STACKS_DIR = "stacks"
 REQUEST_PREFIX = "stacks-"
 REACHED_PREFIX = "reached-"  # + replica: a step-aimed preemption's step was reached (a fault plan's)
 STEP_AIMED = ("preempt", "maintenance")
+DUMPED_SUFFIX = ".dumped"  # `stacks/rank-N.dumped`: rank N has written its hang dump (log and stacks file)
+DUMP_WAIT_S = 10.0  # the longest a hung rank waits for the other ranks' dumps before it exits
 # A hang's dump in the replica's log (stderr): the verdict line, then `DUMP_MARK` and the rank's stacks.
 VERDICT_MARK = "vertexdist_launcher: "
 DUMP_MARK = "vertexdist_launcher: stacks of "
@@ -316,6 +323,31 @@ def parse_verdict_line(line: str | Mapping[str, Any], mark: str | None = None) -
     return rank, verdict
 
 
+def dumped_marker(name: str | int) -> str:
+    """The file that says rank `name` (a global rank, or `local-N-R` on Vertex) has written its dump."""
+    return f"rank-{name}{DUMPED_SUFFIX}"
+
+
+def missing_dumps(folder: str, names: list[str]) -> list[str]:
+    """Those of `names` (ranks) that have no dump marker in `folder` yet."""
+    try:
+        present = set(os.listdir(folder))
+    except OSError:
+        present = set()
+    return [n for n in names if dumped_marker(n) not in present]
+
+
+def wait_for_dumps(folder: str, names: list[str], bound_s: float, until: float = 0.0) -> list[str]:
+    """Wait until every one of `names` has dumped, at most `bound_s`, and at least until the monotonic time
+    `until`; the names still missing."""
+    deadline = time.monotonic() + bound_s
+    missing = missing_dumps(folder, names)
+    while (missing or time.monotonic() < until) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        missing = missing_dumps(folder, names)
+    return missing
+
+
 def dump_text(verdict: str, stacks: str, rank: int = 0, mark: str = "") -> str:
     """What a hung rank writes into its log before it exits: the verdict (as text, and as a structured line
     with the job's mark), then its stacks."""
@@ -329,6 +361,9 @@ class Watcher:
         self.rank = _number(env, "RANK", 0)
         self.local_rank = _number(env, "LOCAL_RANK", 0)
         self.world_size = _number(env, "WORLD_SIZE", 1)
+        self.local_world_size = _number(env, "LOCAL_WORLD_SIZE", 1)
+        self.restart = _number(env, "TORCHELASTIC_RESTART_COUNT", 0)
+        self.dumps_dir = env.get(DUMPS_VARIABLE) or None
         self.replica = _replica(env)
         self.dir = env.get(DIR_VARIABLE) or None
         self.mark = env.get(MARK_VARIABLE, "")
@@ -530,18 +565,62 @@ class Watcher:
         )
 
     def stop_hung(self, verdict: str) -> None:
-        """The job is hung: every thread's stack into this rank's log (and the stacks folder), then exit."""
+        """The job is hung: every thread's stack into this rank's log (and the stacks folder), then, once the
+        other ranks have theirs too (at most `DUMP_WAIT_S`), exit."""
         if self.stopping:
             return
         self.stopping = True
+        self.dump(verdict)
+        self.await_dumps()
+        os._exit(HUNG_EXIT)
+
+    def dump(self, verdict: str) -> None:
+        """The verdict and this rank's stacks into its log, flushed; locally its stacks file and last
+        heartbeat too; then its marker, which tells the other ranks that it is done."""
         text = self.stacks_text()
         with contextlib.suppress(Exception):
             print(dump_text(verdict, text, self.rank, self.mark), file=sys.stderr)
             sys.stderr.flush()
-        if self.dir is not None:
-            with contextlib.suppress(OSError):
+        with contextlib.suppress(Exception):
+            if self.dir is not None:
                 self.write_file(os.path.join(STACKS_DIR, f"rank-{self.rank}.txt"), text)
-        os._exit(HUNG_EXIT)
+                self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(self.beat()))
+                self.write_file(os.path.join(STACKS_DIR, dumped_marker(self.rank)), verdict)
+            else:  # Vertex: the last heartbeat is a log line too
+                print(log_line(self.beat()), flush=True)
+        if self.dumps_dir is not None:
+            with contextlib.suppress(OSError):
+                marker = os.path.join(self.dumps_dir, dumped_marker(self._local_name(self.local_rank)))
+                with open(marker, "w", encoding="utf-8") as handle:
+                    handle.write(verdict)
+
+    def _local_name(self, local_rank: int) -> str:
+        return f"local-{local_rank}-{self.restart}"
+
+    def remote_grace_s(self) -> float:
+        """Vertex: how long a rank that decided the hang waits for other replicas' ranks to decide too. The
+        ranks of a hung job stopped stepping within a step of each other, and each looks ten times a second,
+        so they decide within about a step (two, for safety) and two samples of this rank; at most
+        `DUMP_WAIT_S`."""
+        if self.world_size <= self.local_world_size:
+            return 0.0
+        step_s = sum(self.durations) / len(self.durations) if self.durations else 0.0
+        return min(DUMP_WAIT_S, 1.0 + 2 * SAMPLE_S + 2 * step_s)
+
+    def await_dumps(self) -> list[str]:
+        """Wait (at most `DUMP_WAIT_S`) until every rank this rank can see has dumped: locally every rank of
+        the job (the run folder's markers); on Vertex its replica's local ranks, and `remote_grace_s` for
+        the others. The ranks still missing."""
+        if self.dir is not None:
+            ranks = [str(r) for r in range(self.world_size)]
+            return wait_for_dumps(self._path(STACKS_DIR), ranks, DUMP_WAIT_S)
+        until = time.monotonic() + self.remote_grace_s()
+        if self.dumps_dir is None or self.local_world_size <= 1:
+            while time.monotonic() < until:
+                time.sleep(0.05)
+            return []
+        local = [self._local_name(n) for n in range(self.local_world_size)]
+        return wait_for_dumps(self.dumps_dir, local, DUMP_WAIT_S, until=until)
 
     def _own_hang(self) -> None:
         """Vertex (no monitor): this rank made no progress for hang_timeout since its last step."""

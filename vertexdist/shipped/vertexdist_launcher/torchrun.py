@@ -3,7 +3,9 @@
 torchrun (run in this process, so a replica is one agent as with `torchrun` by hand) starts one worker per
 local rank, restarts them up to `--max-restarts` times, and on SIGTERM/SIGINT stops them, SIGKILL after its
 shutdown timeout. When a local rank fails for good it ends; this then prints torchrun's failure summary and,
-last, which replica and local rank failed and how, and exits 1.
+last, which replica and local rank failed and how, and exits 1. A rank the health watcher stops because the
+job hung exits only once its peers have written their stacks (`health.Watcher.await_dumps`), so torchrun's
+stopping the others never loses a dump; on Vertex the replica's ranks meet in a folder made here for it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import shlex
 import socket
 import sys
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +22,7 @@ from . import say
 from .cluster import LOOPBACK, Placement
 from .failures import WorkerFailure, failure_lines
 from .gpus import count_gpus
-from .health import HUNG_EXIT, declared_hung
+from .health import DIR_VARIABLE, DUMPS_VARIABLE, HUNG_EXIT, declared_hung
 from .options import LaunchOptions
 from .rendezvous_store import hold_loopback_store
 from .timeouts import rendezvous_timeout_s
@@ -63,6 +66,8 @@ def run(options: LaunchOptions, place: Placement, env: Mapping[str, str]) -> int
         f"torchrun {shlex.join(args)}"
     )
     os.environ[PARENT_VARIABLE] = str(os.getpid())
+    if not env.get(DIR_VARIABLE) and nproc > 1:  # Vertex: a hung rank waits for its local peers' dumps there
+        os.environ.setdefault(DUMPS_VARIABLE, tempfile.mkdtemp(prefix="vertexdist-dumps-"))
     if ARRIVED_WARM:  # a warm pool's fork: its workers are forked too, before torchrun starts a thread
         install(ForkServer())
     problem = hold_loopback_store(place.master_addr, port, place.node_rank or 0)  # starts the store's thread
