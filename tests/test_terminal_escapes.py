@@ -56,7 +56,7 @@ def test_the_ranks_table_and_its_stacks_print_no_escapes(capsys: pytest.CaptureF
     }
     text = table({"ranks": [row], "verdict": f"hung: rank 0{CLEAR}"})
     assert _clean(text) and "workerpool0-0" in text and "train.py:3" in text
-    _print_stacks({0: f"rank 0\n  File {TITLE}x\n"}, as_json=False)
+    _print_stacks({0: f"rank 0\n  File {TITLE}x\n"}, [], live=False, as_json=False)
     assert _clean(capsys.readouterr().out)
 
 

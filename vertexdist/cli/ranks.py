@@ -61,11 +61,8 @@ def _print_stacks(dumps: dict[int, str], missing: list[int], live: bool, as_json
         typer.echo("no stacks: no rank answered, and none left a dump")
     for rank in sorted({*dumps, *missing}):
         text = dumps[rank].rstrip() if rank in dumps else f"no stacks of rank {rank}: {why}"
-        shown = "
-".join(plain(line) for line in text.splitlines())
-        typer.echo(f"===== rank {rank} =====
-{shown}
-")
+        shown = "\n".join(plain(line) for line in text.splitlines())
+        typer.echo(f"===== rank {rank} =====\n{shown}\n")
 
 
 def ranks(

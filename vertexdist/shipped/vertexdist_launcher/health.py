@@ -587,7 +587,7 @@ class Watcher:
                 self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(self.beat()))
                 self.write_file(os.path.join(STACKS_DIR, dumped_marker(self.rank)), verdict)
             else:  # Vertex: the last heartbeat is a log line too
-                print(log_line(self.beat()), flush=True)
+                print(log_line(self.beat(), self.mark), flush=True)
         if self.dumps_dir is not None:
             with contextlib.suppress(OSError):
                 marker = os.path.join(self.dumps_dir, dumped_marker(self._local_name(self.local_rank)))
