@@ -5,6 +5,7 @@ while it waits on an answer, so it cannot share a process with the server)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import subprocess
@@ -97,6 +98,71 @@ def test_google_cloud_storage_reads_and_writes_the_folder(
     assert sorted(p.name for p in (root / BUCKET / "out").iterdir()) == ["copy.txt", "deep"]
     with pytest.raises(exceptions.NotFound):
         bucket.blob("out/small.txt").download_as_bytes()
+
+
+def _call(
+    server: FolderStorageServer,
+    verb: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection(server.endpoint.removeprefix("http://"), timeout=30)
+    try:
+        connection.request(verb, path, body, headers or {})
+        answer = connection.getresponse()
+        return answer.status, dict(answer.getheaders()), answer.read()
+    finally:
+        connection.close()
+
+
+def test_gclouds_forms_reach_the_folder(served: FolderStorageServer, tmp_path: Path) -> None:
+    # As the gcloud CLI calls (the emulator's Cloud Storage serves the same, tests/emulator/): the bucket's
+    # layout and managed folders first, a multipart upload with a single-quoted boundary and LF-only lines,
+    # and a resumable upload at /resumable/upload/..., sent in two chunks.
+    status, _, raw = _call(served, "GET", f"/storage/v1/b/{BUCKET}/storageLayout")
+    assert status == 200 and json.loads(raw)["hierarchicalNamespace"] == {"enabled": False}
+    status, _, raw = _call(served, "GET", f"/storage/v1/b/{BUCKET}/managedFolders")
+    assert status == 200 and json.loads(raw)["items"] == []
+
+    boundary = "===============7330845974216740156=="
+    media = b"one\ntwo\r\n--not-the-boundary\n"
+    body = b"\n".join(
+        [
+            b"--" + boundary.encode(),
+            b"Content-Type: application/json",
+            b"",
+            b'{"name": "g/multi.txt"}',
+            b"--" + boundary.encode(),
+            b"Content-Type: text/plain",
+            b"",
+            media,
+            b"--" + boundary.encode() + b"--",
+            b"",
+        ]
+    )
+    content_type = f"multipart/related; boundary='{boundary}'"
+    status, _, raw = _call(
+        served,
+        "POST",
+        f"/upload/storage/v1/b/{BUCKET}/o?uploadType=multipart",
+        body,
+        {"Content-Type": content_type},
+    )
+    assert status == 200, raw
+    assert (tmp_path / "gcs" / BUCKET / "g" / "multi.txt").read_bytes() == media
+
+    start = f"/resumable/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable"
+    status, headers, raw = _call(
+        served, "POST", start, b'{"name": "g/resumed.bin"}', {"Content-Type": "application/json"}
+    )
+    assert status == 200, raw
+    session = headers["Location"].removeprefix(served.endpoint)
+    status, headers, _ = _call(served, "PUT", session, b"abc", {"Content-Range": "bytes 0-2/*"})
+    assert (status, headers.get("Range")) == (308, "bytes=0-2")
+    status, _, raw = _call(served, "PUT", session, b"def", {"Content-Range": "bytes 3-5/6"})
+    assert status == 200 and json.loads(raw)["size"] == "6"
+    assert (tmp_path / "gcs" / BUCKET / "g" / "resumed.bin").read_bytes() == b"abcdef"
 
 
 def test_a_name_a_folder_cannot_hold_fails_at_once_naming_the_path(served: FolderStorageServer) -> None:

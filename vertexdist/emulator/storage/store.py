@@ -37,9 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-import google_crc32c  # installed with google-cloud-storage
-
 from vertexdist.emulator.storage.fields import FieldError, check_fields
+from vertexdist.gcs_body import Hashes, StoreError
 from vertexdist.wire.projects import project_number
 
 READ_BYTES = 1 << 20
@@ -72,15 +71,6 @@ BUCKET_WRITABLE = (
 Record = dict[str, Any]
 
 
-@dataclass
-class StoreError(Exception):
-    """An answer other than success: its HTTP status, Cloud Storage's reason, and the message."""
-
-    code: int
-    reason: str
-    message: str
-
-
 def _not_found(what: str) -> StoreError:
     return StoreError(404, "notFound", f"No such {what}.")
 
@@ -111,43 +101,12 @@ def checked_fields(fields: Mapping[str, Any]) -> Mapping[str, Any]:
     return fields
 
 
-def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
-
-
 def _b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
-class Hashes:
-    """md5 and crc32c of bytes as they pass, in Cloud Storage's base64 form."""
-
-    def __init__(self, with_md5: bool = True) -> None:
-        self._md5 = hashlib.md5(usedforsecurity=False) if with_md5 else None
-        self._crc = google_crc32c.Checksum()
-        self.size = 0
-
-    def update(self, data: bytes) -> None:
-        if self._md5 is not None:
-            self._md5.update(data)
-        self._crc.update(data)
-        self.size += len(data)
-
-    @property
-    def md5(self) -> str | None:
-        return _b64(self._md5.digest()) if self._md5 is not None else None
-
-    @property
-    def crc32c(self) -> str:
-        return _b64(self._crc.digest())
-
-    @classmethod
-    def of_file(cls, path: Path, with_md5: bool = True) -> Hashes:
-        hashes = cls(with_md5)
-        with open(path, "rb") as handle:
-            while block := handle.read(READ_BYTES):
-                hashes.update(block)
-        return hashes
+def now_rfc3339() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
 @dataclass(frozen=True)
