@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -274,3 +275,32 @@ def test_a_local_job_serves_its_gs_folder_and_an_emulator_job_its_storage(tmp_pa
     env = emulator.start(plan).replicas[0].env
     emulator.stop()
     assert env["STORAGE_EMULATOR_HOST"] == env["CLOUD_STORAGE_EMULATOR_ENDPOINT"] == "http://e:1"
+
+
+@pytest.mark.skipif(shutil.which("gcloud") is None, reason="the gcloud CLI is not installed")
+def test_gcloud_storage_writes_and_moves_in_the_folder(served: FolderStorageServer, tmp_path: Path) -> None:
+    # The real gcloud CLI, pointed at the server as docs/guide/gcloud.md points it at the emulator: a small
+    # file goes up multipart, a big one resumable (over gcloud's 8 MiB threshold), and `mv` asks the
+    # bucket's storage layout first.
+    config = tmp_path / "gcloud-config"
+    (config / "configurations").mkdir(parents=True)
+    (config / "active_config").write_text("default")
+    (config / "configurations" / "config_default").write_text(
+        "[core]\nproject = p\ncheck_gce_metadata = false\n[auth]\ndisable_credentials = true\n"
+        f"[api_endpoint_overrides]\nstorage = {served.endpoint}/\n"
+    )
+    env = {**os.environ, "CLOUDSDK_CONFIG": str(config), "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"}
+    small, big = tmp_path / "small.txt", tmp_path / "big.bin"
+    small.write_text("hi from gcloud\n")
+    big.write_bytes(os.urandom(9 << 20))
+    for args in (
+        ["cp", str(small), str(big), f"gs://{BUCKET}/in/"],
+        ["mv", f"gs://{BUCKET}/in/small.txt", f"gs://{BUCKET}/kept/small.txt"],
+    ):
+        done = subprocess.run(
+            ["gcloud", "storage", *args], env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "gcs" / BUCKET / "in" / "big.bin").read_bytes() == big.read_bytes()
+    assert (tmp_path / "gcs" / BUCKET / "kept" / "small.txt").read_text() == "hi from gcloud\n"
+    assert not (tmp_path / "gcs" / BUCKET / "in" / "small.txt").exists()
