@@ -22,19 +22,18 @@ a bucket's storage layout (flat) and managed folders (none), as the gcloud CLI a
 resumable uploads, also at gcloud's `/resumable/upload/...`), delete, copyTo/rewriteTo, moveTo, patch (a
 no-op: no metadata is kept). Request bodies are read by the emulator's Cloud Storage parser, shared in
 `vertexdist.gcs_body` (streamed to disk; multipart framed as every client frames it, gcloud's quoted
-boundary and LF-only lines too; resumable chunks placed by `Content-Range`). Anything else is answered at
-once with a 4xx naming the method and path, never a 5xx that clients retry for minutes.
+boundary and LF-only lines too; resumable chunks placed by `Content-Range`), and resumable sessions are
+the emulator's too (`vertexdist.gcs_uploads`, under the run folder's `.gcs-uploads/sessions/`). Anything
+else is answered at once with a 4xx naming the method and path, never a 5xx that clients retry for minutes.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
 import re
-import secrets
-import threading
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -49,6 +48,7 @@ from vertexdist.gcs_body import (
     split_multipart,
     write_stream,
 )
+from vertexdist.gcs_uploads import UploadSessions
 from vertexdist.local.gcs_objects import DEFAULT_PAGE, Entry, ObjectError, ObjectFolder, check_bucket, gs_uri
 from vertexdist.local.metadata_server import JobIdentity, metadata_answer
 from vertexdist.loopback_server import GuardedHandler, LoopbackServer
@@ -105,16 +105,6 @@ def _after(token: str) -> str:
         return base64.urlsafe_b64decode(token.encode("ascii")).decode("utf-8", "surrogatepass")
     except (ValueError, UnicodeError):
         raise ObjectError(400, "invalid", f"pageToken {token[:40]!r} is not one this server gave") from None
-
-
-class _Session:
-    def __init__(self, bucket: str, name: str, temp: Path) -> None:
-        self.bucket = bucket
-        self.name = name
-        self.temp = temp
-        self.received = 0
-        self.done: Entry | None = None
-        self.lock = threading.Lock()
 
 
 class _Handler(GuardedHandler):
@@ -463,9 +453,7 @@ class _Handler(GuardedHandler):
             fields = self._json_body()
             name = self._query.get("name") or str(fields.get("name") or "")
             folder.path(bucket, name)  # a bad name is refused now, not after the bytes came
-            upload_id = secrets.token_urlsafe(16)
-            with self.server.lock:
-                self.server.sessions[upload_id] = _Session(bucket, name, folder.temp_file())
+            upload_id = self.server.uploads.start({"bucket": bucket, "name": name})
             where = f"/upload/storage/v1/b/{quote(bucket, safe='')}/o"
             location = f"{self._base}{where}?uploadType=resumable&upload_id={upload_id}"
             self._answer(200, b"", {"Location": location, "X-GUploader-UploadID": upload_id})
@@ -483,63 +471,45 @@ class _Handler(GuardedHandler):
         return value if isinstance(value, dict) else {}
 
     def _resumable(self, verb: str, upload_id: str) -> None:
-        with self.server.lock:
-            session = self.server.sessions.get(upload_id)
-        if session is None:
-            raise ObjectError(404, "notFound", f"no resumable upload {upload_id!r} in this local run")
-        with session.lock:
-            if verb == "DELETE":
-                session.temp.unlink(missing_ok=True)
-                with self.server.lock:
-                    self.server.sessions.pop(upload_id, None)
-                self._answer(499)
-                return
-            if verb not in ("PUT", "POST"):
-                raise self._refuse(gs_uri(session.bucket, session.name))
-            if session.done is not None:
-                self._json(self.server.folder.resource(session.done, self._base))
-                return
-            content_range = (self.headers.get("Content-Range") or "").strip()
-            total: int | None = None
-            if not content_range:
-                session.received += self._append(session.temp, self._chunks, 0)
-                total = session.received
-            else:
-                first, total = parse_content_range(content_range)
-                if first is not None:
-                    if first > session.received:
-                        raise ObjectError(
-                            400,
-                            "invalid",
-                            f"the upload has {session.received} bytes; a chunk at {first} skips some",
-                        )
-                    skip = session.received - first
-                    session.received += self._append(session.temp, self._chunks, skip)
-            if total is not None and session.received > total:
-                raise ObjectError(
-                    400,
-                    "invalid",
-                    f"{gs_uri(session.bucket, session.name)}: the upload has {session.received} bytes, more"
-                    f" than its total of {total}",
-                )
-            if total is not None and session.received == total:
-                session.done = self.server.folder.commit(session.bucket, session.name, session.temp)
-                self._json(self.server.folder.resource(session.done, self._base))
-                return
-            headers = {"Range": f"bytes=0-{session.received - 1}"} if session.received else {}
-            self._answer(308, b"", headers)
-
-    def _append(self, target: Path, chunks: Iterable[bytes], skip: int) -> int:
-        """Append `chunks` to `target`, leaving out their first `skip` bytes (already received)."""
-        written = 0
-        with open(target, "ab") as handle:
-            for piece in chunks:
-                if skip:
-                    dropped = min(skip, len(piece))
-                    piece, skip = piece[dropped:], skip - dropped
-                handle.write(piece)
-                written += len(piece)
-        return written
+        """A chunk of a resumable upload (the sessions are the emulator's: `vertexdist.gcs_uploads`)."""
+        uploads, folder = self.server.uploads, self.server.folder
+        session, received = uploads.get(upload_id)
+        where = gs_uri(session["bucket"], session["name"])
+        if verb == "DELETE":
+            uploads.cancel(upload_id)
+            self._answer(499)
+            return
+        if verb not in ("PUT", "POST"):
+            raise self._refuse(where)
+        if session.get("done"):
+            self._json(folder.resource(Entry(**session["done"]), self._base))
+            return
+        content_range = (self.headers.get("Content-Range") or "").strip()
+        total: int | None
+        if not content_range:
+            received = uploads.append(upload_id, 0, self._chunks)
+            total = received
+        else:
+            start, total = parse_content_range(content_range)
+            if start is not None:
+                received = uploads.append(upload_id, start, self._chunks)
+        if total is not None and received > total:
+            raise ObjectError(
+                400, "invalid", f"{where}: the upload has {received} bytes, more than its total of {total}"
+            )
+        if total is not None and received == total:
+            temp = folder.temp_file()
+            uploads.take(upload_id, temp)
+            try:
+                entry = folder.commit(session["bucket"], session["name"], temp)
+            except BaseException:
+                uploads.cancel(upload_id)
+                raise
+            uploads.finish(upload_id, dataclasses.asdict(entry))
+            self._json(folder.resource(entry, self._base))
+            return
+        headers = {"Range": f"bytes=0-{received - 1}"} if received else {}
+        self._answer(308, b"", headers)
 
 
 class FolderStorageServer(LoopbackServer):
@@ -553,8 +523,7 @@ class FolderStorageServer(LoopbackServer):
         super().__init__(0, _Handler)
         self.folder = ObjectFolder(root, scratch)
         self.identity = identity
-        self.lock = threading.Lock()
-        self.sessions: dict[str, _Session] = {}
+        self.uploads = UploadSessions(Path(scratch) / "sessions")
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (pyarrow's pool closes connections so) is not news."""
