@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from vertexdist.emulator.storage.body import split_multipart
 from vertexdist.emulator.storage.store import StoreError
+from vertexdist.gcs_body import split_multipart
 
 META = b'{"name": "x/small.txt"}'
 MEDIA = b"hi\nthere\r\n--not-a-delimiter\n"

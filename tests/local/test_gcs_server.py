@@ -5,8 +5,10 @@ while it waits on an answer, so it cannot share a process with the server)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -97,6 +99,71 @@ def test_google_cloud_storage_reads_and_writes_the_folder(
     assert sorted(p.name for p in (root / BUCKET / "out").iterdir()) == ["copy.txt", "deep"]
     with pytest.raises(exceptions.NotFound):
         bucket.blob("out/small.txt").download_as_bytes()
+
+
+def _call(
+    server: FolderStorageServer,
+    verb: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection(server.endpoint.removeprefix("http://"), timeout=30)
+    try:
+        connection.request(verb, path, body, headers or {})
+        answer = connection.getresponse()
+        return answer.status, dict(answer.getheaders()), answer.read()
+    finally:
+        connection.close()
+
+
+def test_gclouds_forms_reach_the_folder(served: FolderStorageServer, tmp_path: Path) -> None:
+    # As the gcloud CLI calls (the emulator's Cloud Storage serves the same, tests/emulator/): the bucket's
+    # layout and managed folders first, a multipart upload with a single-quoted boundary and LF-only lines,
+    # and a resumable upload at /resumable/upload/..., sent in two chunks.
+    status, _, raw = _call(served, "GET", f"/storage/v1/b/{BUCKET}/storageLayout")
+    assert status == 200 and json.loads(raw)["hierarchicalNamespace"] == {"enabled": False}
+    status, _, raw = _call(served, "GET", f"/storage/v1/b/{BUCKET}/managedFolders")
+    assert status == 200 and json.loads(raw)["items"] == []
+
+    boundary = "===============7330845974216740156=="
+    media = b"one\ntwo\r\n--not-the-boundary\n"
+    body = b"\n".join(
+        [
+            b"--" + boundary.encode(),
+            b"Content-Type: application/json",
+            b"",
+            b'{"name": "g/multi.txt"}',
+            b"--" + boundary.encode(),
+            b"Content-Type: text/plain",
+            b"",
+            media,
+            b"--" + boundary.encode() + b"--",
+            b"",
+        ]
+    )
+    content_type = f"multipart/related; boundary='{boundary}'"
+    status, _, raw = _call(
+        served,
+        "POST",
+        f"/upload/storage/v1/b/{BUCKET}/o?uploadType=multipart",
+        body,
+        {"Content-Type": content_type},
+    )
+    assert status == 200, raw
+    assert (tmp_path / "gcs" / BUCKET / "g" / "multi.txt").read_bytes() == media
+
+    start = f"/resumable/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable"
+    status, headers, raw = _call(
+        served, "POST", start, b'{"name": "g/resumed.bin"}', {"Content-Type": "application/json"}
+    )
+    assert status == 200, raw
+    session = headers["Location"].removeprefix(served.endpoint)
+    status, headers, _ = _call(served, "PUT", session, b"abc", {"Content-Range": "bytes 0-2/*"})
+    assert (status, headers.get("Range")) == (308, "bytes=0-2")
+    status, _, raw = _call(served, "PUT", session, b"def", {"Content-Range": "bytes 3-5/6"})
+    assert status == 200 and json.loads(raw)["size"] == "6"
+    assert (tmp_path / "gcs" / BUCKET / "g" / "resumed.bin").read_bytes() == b"abcdef"
 
 
 def test_a_name_a_folder_cannot_hold_fails_at_once_naming_the_path(served: FolderStorageServer) -> None:
@@ -208,3 +275,32 @@ def test_a_local_job_serves_its_gs_folder_and_an_emulator_job_its_storage(tmp_pa
     env = emulator.start(plan).replicas[0].env
     emulator.stop()
     assert env["STORAGE_EMULATOR_HOST"] == env["CLOUD_STORAGE_EMULATOR_ENDPOINT"] == "http://e:1"
+
+
+@pytest.mark.skipif(shutil.which("gcloud") is None, reason="the gcloud CLI is not installed")
+def test_gcloud_storage_writes_and_moves_in_the_folder(served: FolderStorageServer, tmp_path: Path) -> None:
+    # The real gcloud CLI, pointed at the server as docs/guide/gcloud.md points it at the emulator: a small
+    # file goes up multipart, a big one resumable (over gcloud's 8 MiB threshold), and `mv` asks the
+    # bucket's storage layout first.
+    config = tmp_path / "gcloud-config"
+    (config / "configurations").mkdir(parents=True)
+    (config / "active_config").write_text("default")
+    (config / "configurations" / "config_default").write_text(
+        "[core]\nproject = p\ncheck_gce_metadata = false\n[auth]\ndisable_credentials = true\n"
+        f"[api_endpoint_overrides]\nstorage = {served.endpoint}/\n"
+    )
+    env = {**os.environ, "CLOUDSDK_CONFIG": str(config), "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"}
+    small, big = tmp_path / "small.txt", tmp_path / "big.bin"
+    small.write_text("hi from gcloud\n")
+    big.write_bytes(os.urandom(9 << 20))
+    for args in (
+        ["cp", str(small), str(big), f"gs://{BUCKET}/in/"],
+        ["mv", f"gs://{BUCKET}/in/small.txt", f"gs://{BUCKET}/kept/small.txt"],
+    ):
+        done = subprocess.run(
+            ["gcloud", "storage", *args], env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "gcs" / BUCKET / "in" / "big.bin").read_bytes() == big.read_bytes()
+    assert (tmp_path / "gcs" / BUCKET / "kept" / "small.txt").read_text() == "hi from gcloud\n"
+    assert not (tmp_path / "gcs" / BUCKET / "in" / "small.txt").exists()

@@ -16,8 +16,6 @@ What the JSON API server of a local run (`gcs_server`) needs of the folder, and 
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
 import shutil
@@ -29,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import google_crc32c  # installed with google-cloud-storage
+from vertexdist.gcs_body import Hashes
 
 BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 MAX_NAME_BYTES = 1024
@@ -137,15 +135,8 @@ class ObjectFolder:
         path = self.path(entry.bucket, entry.name)
         key = (str(path), entry.size, entry.mtime_ns)
         if key not in self._hashes:
-            md5, crc = hashlib.md5(usedforsecurity=False), google_crc32c.Checksum()
-            with open(path, "rb") as handle:
-                while block := handle.read(1 << 20):
-                    md5.update(block)
-                    crc.update(block)
-            self._hashes[key] = {
-                "md5Hash": base64.b64encode(md5.digest()).decode("ascii"),
-                "crc32c": base64.b64encode(crc.digest()).decode("ascii"),
-            }
+            found = Hashes.of_file(path)
+            self._hashes[key] = {"md5Hash": found.md5 or "", "crc32c": found.crc32c}
         return self._hashes[key]
 
     # ----- paths ---------------------------------------------------------------------------------

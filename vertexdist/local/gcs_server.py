@@ -16,26 +16,39 @@ the run starts this server and its replicas get (`storage_env`):
   metadata server of its own. google-auth reads that variable only where `GCE_METADATA_HOST` is unset, and
   only for tokens: its check "am I on GCE" pings `GCE_METADATA_IP`, which this leaves alone.
 
-Served: buckets get/list (every folder under the root is a bucket, and any bucket is made on first write);
-objects get (metadata or media, with `Range`), list (prefix, delimiter, startOffset, pages), insert (media,
-multipart and resumable uploads), delete, copyTo/rewriteTo, moveTo, patch (a no-op: no metadata is kept).
-Anything else is answered at once with a 4xx naming the method and path, never a 5xx that clients retry
-for minutes.
+Served: buckets get/list (every folder under the root is a bucket, and any bucket is made on first write),
+a bucket's storage layout (flat) and managed folders (none), as the gcloud CLI asks them; objects get
+(metadata or media, with `Range`), list (prefix, delimiter, startOffset, pages), insert (media, multipart and
+resumable uploads, also at gcloud's `/resumable/upload/...`), delete, copyTo/rewriteTo, moveTo, patch (a
+no-op: no metadata is kept). Request bodies are read by the emulator's Cloud Storage parser, shared in
+`vertexdist.gcs_body` (streamed to disk; multipart framed as every client frames it, gcloud's quoted
+boundary and LF-only lines too; resumable chunks placed by `Content-Range`), and resumable sessions are
+the emulator's too (`vertexdist.gcs_uploads`, under the run folder's `.gcs-uploads/sessions/`). Anything
+else is answered at once with a 4xx naming the method and path, never a 5xx that clients retry for minutes.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
 import re
-import secrets
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from vertexdist.gcs_body import (
+    BodyEnded,
+    RequestBody,
+    StoreError,
+    body_chunks,
+    parse_content_range,
+    read_all,
+    split_multipart,
+    write_stream,
+)
+from vertexdist.gcs_uploads import UploadSessions
 from vertexdist.local.gcs_objects import DEFAULT_PAGE, Entry, ObjectError, ObjectFolder, check_bucket, gs_uri
 from vertexdist.local.metadata_server import JobIdentity, metadata_answer
 from vertexdist.loopback_server import GuardedHandler, LoopbackServer
@@ -43,7 +56,6 @@ from vertexdist.request_guard import WritePolicy
 
 READ_BYTES = 1 << 20
 MAX_JSON_BYTES = 10 << 20
-MAX_MULTIPART_BYTES = 256 << 20  # a multipart upload is read whole; clients send bigger ones resumable
 METADATA_ROOT = "/computeMetadata/"
 GCSFS_EXTENSIONS = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
 _API = r"(?:/storage/v1)?"
@@ -51,6 +63,8 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     (name, re.compile(pattern))
     for name, pattern in (
         ("buckets", rf"^{_API}/b$"),
+        ("storage_layout", rf"^{_API}/b/(?P<bucket>[^/]+)/storageLayout$"),
+        ("managed_folders", rf"^{_API}/b/(?P<bucket>[^/]+)/managedFolders(?:/(?P<folder>.+))?$"),
         ("bucket", rf"^{_API}/b/(?P<bucket>[^/]+)$"),
         ("objects", rf"^{_API}/b/(?P<bucket>[^/]+)/o$"),
         (
@@ -60,7 +74,7 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
         ),
         ("move", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+?)/moveTo/o/(?P<dest_object>.+)$"),
         ("object", rf"^{_API}/b/(?P<bucket>[^/]+)/o/(?P<object>.+)$"),
-        ("upload", r"^/upload/storage/v1/b/(?P<bucket>[^/]+)/o$"),
+        ("upload", r"^(?:/resumable)?/upload/storage/v1/b/(?P<bucket>[^/]+)/o$"),  # gcloud: /resumable
         ("download", r"^/download/storage/v1/b/(?P<bucket>[^/]+)/o/(?P<object>.+)$"),
         ("health", r"^/$"),
         ("public", r"^/(?P<bucket>[^/]+)/(?P<object>.+)$"),
@@ -91,16 +105,6 @@ def _after(token: str) -> str:
         return base64.urlsafe_b64decode(token.encode("ascii")).decode("utf-8", "surrogatepass")
     except (ValueError, UnicodeError):
         raise ObjectError(400, "invalid", f"pageToken {token[:40]!r} is not one this server gave") from None
-
-
-class _Session:
-    def __init__(self, bucket: str, name: str, temp: Path) -> None:
-        self.bucket = bucket
-        self.name = name
-        self.temp = temp
-        self.received = 0
-        self.done: Entry | None = None
-        self.lock = threading.Lock()
 
 
 class _Handler(GuardedHandler):
@@ -143,46 +147,17 @@ class _Handler(GuardedHandler):
             405, "methodNotAllowed", f"{self.command} {what}: a local run's Cloud Storage does not serve it"
         )
 
-    # ----- bodies --------------------------------------------------------------------------------
-    def _chunks(self) -> Iterator[bytes]:
-        if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
-            while True:
-                line = self.rfile.readline(1024).split(b";", 1)[0].strip()
-                size = int(line or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline(1024).strip():
-                        pass
-                    return
-                left = size
-                while left:
-                    piece = self.rfile.read(min(left, READ_BYTES))
-                    if not piece:
-                        raise ConnectionError("the body ended early")
-                    left -= len(piece)
-                    yield piece
-                self.rfile.readline(8)
-        raw = (self.headers.get("Content-Length") or "0").strip()
-        if not raw.isascii() or not raw.isdigit():
-            raise ObjectError(400, "invalid", f"Content-Length {raw[:40]!r} is not a number of bytes")
-        left = int(raw)
-        while left:
-            piece = self.rfile.read(min(left, READ_BYTES))
-            if not piece:
-                raise ConnectionError("the body ended early")
-            left -= len(piece)
-            yield piece
-
-    def _read(self, limit: int) -> bytes:
-        data = bytearray()
-        for piece in self._chunks():
-            data += piece
-            if len(data) > limit:
-                self.close_connection = True
-                raise ObjectError(413, "uploadTooLarge", f"the request body is over {limit} bytes")
-        return bytes(data)
-
+    # ----- bodies (read by the parser the emulator's Cloud Storage uses) ------------------------
     def _json_body(self) -> dict[str, Any]:
-        raw = self._read(MAX_JSON_BYTES)
+        body = self._chunks
+        if body.length is not None and body.length > MAX_JSON_BYTES:
+            body.refuse()  # not read: the connection is closed after the answer
+            raise ObjectError(413, "uploadTooLarge", f"the request body is over {MAX_JSON_BYTES} bytes")
+        try:
+            raw = read_all(body, MAX_JSON_BYTES)
+        except StoreError:
+            body.refuse()
+            raise
         if not raw.strip():
             return {}
         try:
@@ -193,14 +168,6 @@ class _Handler(GuardedHandler):
             raise ObjectError(400, "invalid", "the request body is not a JSON object")
         return value
 
-    def _to_file(self, target: Path, chunks: Iterator[bytes], mode: str = "wb") -> int:
-        written = 0
-        with open(target, mode) as handle:
-            for piece in chunks:
-                handle.write(piece)
-                written += len(piece)
-        return written
-
     # ----- dispatch ------------------------------------------------------------------------------
     def do_GET(self) -> None:
         self._dispatch()
@@ -210,6 +177,7 @@ class _Handler(GuardedHandler):
     def _dispatch(self) -> None:
         split = urlsplit(self.path)
         self._query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        self._chunks: RequestBody = body_chunks(self.headers, self.rfile)
         verb = self.headers.get("X-HTTP-Method-Override") or self.command
         try:
             if split.path.startswith(METADATA_ROOT):
@@ -218,21 +186,31 @@ class _Handler(GuardedHandler):
             for route, pattern in _ROUTES:
                 match = pattern.match(split.path)
                 if match:
-                    params = {k: unquote(v) for k, v in match.groupdict().items()}
+                    params = {k: unquote(v) for k, v in match.groupdict().items() if v is not None}
                     getattr(self, f"_route_{route}")(verb, params)
                     break
             else:
                 raise ObjectError(
                     404, "notFound", f"{verb} {split.path}: not a Cloud Storage method a local run serves"
                 )
+            self._drain()
         except ObjectError as error:
-            self.close_connection = True  # what is left of the body is not read
+            self._drain()
             self._error(error)
-        except ConnectionError:
+        except StoreError as error:  # the body parser's: a 4xx (a bad Content-Length, multipart or range)
+            self._drain()
+            self._error(ObjectError(error.code, error.reason, f"{verb} {split.path}: {error.message}"))
+        except (BodyEnded, ConnectionError):
             self.close_connection = True
         except Exception as exc:  # an answer at once, never a 5xx that clients retry for minutes
-            self.close_connection = True
+            self._drain()
             self._error(ObjectError(400, "invalid", f"{verb} {split.path}: {type(exc).__name__}: {exc}"))
+
+    def _drain(self) -> None:
+        """Read what is left of a small body, so the connection stays in step for the next request; a big
+        one is left unread, and the connection closed after the answer."""
+        if not self._chunks.drain():
+            self.close_connection = True
 
     def _metadata(self, path: str) -> None:
         if self.headers.get("Metadata-Flavor") != "Google":
@@ -267,6 +245,36 @@ class _Handler(GuardedHandler):
             else []
         )
         self._json({"kind": "storage#buckets", "items": [self._bucket_resource(n) for n in names]})
+
+    def _route_storage_layout(self, verb: str, params: dict[str, str]) -> None:
+        """buckets.getStorageLayout, which gcloud's `mv` and `rm -r` ask first: a flat namespace
+        (https://cloud.google.com/storage/docs/json_api/v1/buckets/getStorageLayout)."""
+        bucket = params["bucket"]
+        check_bucket(bucket)
+        if verb != "GET":
+            raise self._refuse(f"{gs_uri(bucket)} (storage layout)")
+        self._json(
+            {
+                "kind": "storage#storageLayout",
+                "bucket": bucket,
+                "location": "US",
+                "locationType": "multi-region",
+                "hierarchicalNamespace": {"enabled": False},
+            }
+        )
+
+    def _route_managed_folders(self, verb: str, params: dict[str, str]) -> None:
+        """managedFolders, which gcloud's `rm -r` lists: a local run keeps no IAM, so a bucket has none
+        (https://cloud.google.com/storage/docs/json_api/v1/managedFolders)."""
+        bucket = params["bucket"]
+        check_bucket(bucket)
+        folder = params.get("folder", "")
+        if verb == "GET" and not folder:
+            self._json({"kind": "storage#managedFolders", "items": []})
+        elif verb in ("GET", "DELETE"):
+            raise ObjectError(404, "notFound", f"{gs_uri(bucket, folder)}: no such managed folder")
+        else:
+            raise self._refuse(f"{gs_uri(bucket)} (managed folders: a local run keeps no IAM)")
 
     def _route_bucket(self, verb: str, params: dict[str, str]) -> None:
         bucket = params["bucket"]
@@ -423,21 +431,29 @@ class _Handler(GuardedHandler):
         if kind == "media":
             name = self._query.get("name", "")
             temp = folder.temp_file()
-            self._to_file(temp, self._chunks())
+            try:
+                write_stream(self._chunks, temp)
+            except BaseException:
+                temp.unlink(missing_ok=True)
+                raise
             self._json(folder.resource(folder.commit(bucket, name, temp), self._base))
         elif kind == "multipart":
-            fields, data = self._multipart()
-            name = self._query.get("name") or str(fields.get("name") or "")
             temp = folder.temp_file()
-            temp.write_bytes(data)
+            try:
+                raw, _type, _hashes = split_multipart(
+                    self.headers.get("Content-Type") or "", self._chunks, temp
+                )
+                fields = self._json_object(raw, "the upload's metadata")
+            except BaseException:
+                temp.unlink(missing_ok=True)
+                raise
+            name = self._query.get("name") or str(fields.get("name") or "")
             self._json(folder.resource(folder.commit(bucket, name, temp), self._base))
         elif kind == "resumable":
             fields = self._json_body()
             name = self._query.get("name") or str(fields.get("name") or "")
             folder.path(bucket, name)  # a bad name is refused now, not after the bytes came
-            upload_id = secrets.token_urlsafe(16)
-            with self.server.lock:
-                self.server.sessions[upload_id] = _Session(bucket, name, folder.temp_file())
+            upload_id = self.server.uploads.start({"bucket": bucket, "name": name})
             where = f"/upload/storage/v1/b/{quote(bucket, safe='')}/o"
             location = f"{self._base}{where}?uploadType=resumable&upload_id={upload_id}"
             self._answer(200, b"", {"Location": location, "X-GUploader-UploadID": upload_id})
@@ -446,88 +462,54 @@ class _Handler(GuardedHandler):
                 400, "invalid", f"uploadType={kind!r}: it must be media, multipart or resumable"
             )
 
-    def _multipart(self) -> tuple[dict[str, Any], bytes]:
-        content_type = self.headers.get("Content-Type") or ""
-        match = re.search(r'boundary="?([^";]+)"?', content_type)
-        if not match:
-            raise ObjectError(
-                400, "invalid", f"a multipart upload needs a boundary (Content-Type {content_type!r})"
-            )
-        boundary = b"--" + match.group(1).encode()
-        raw = self._read(MAX_MULTIPART_BYTES)
-        parts = [p for p in raw.split(boundary)[1:] if not p.startswith(b"--")]
-        if len(parts) < 2:
-            raise ObjectError(400, "invalid", "a multipart upload has a metadata part and a media part")
-
-        def body(part: bytes) -> bytes:
-            _head, _, rest = part.partition(b"\r\n\r\n")
-            return rest[:-2] if rest.endswith(b"\r\n") else rest
-
+    @staticmethod
+    def _json_object(raw: bytes, what: str) -> dict[str, Any]:
         try:
-            fields = json.loads(body(parts[0]) or b"{}")
+            value = json.loads(raw or b"{}")
         except ValueError as exc:
-            raise ObjectError(400, "parseError", f"the upload's metadata is not JSON: {exc}") from None
-        return (fields if isinstance(fields, dict) else {}), body(parts[1])
+            raise ObjectError(400, "parseError", f"{what} is not JSON: {exc}") from None
+        return value if isinstance(value, dict) else {}
 
     def _resumable(self, verb: str, upload_id: str) -> None:
-        with self.server.lock:
-            session = self.server.sessions.get(upload_id)
-        if session is None:
-            raise ObjectError(404, "notFound", f"no resumable upload {upload_id!r} in this local run")
-        with session.lock:
-            if verb == "DELETE":
-                session.temp.unlink(missing_ok=True)
-                with self.server.lock:
-                    self.server.sessions.pop(upload_id, None)
-                self._answer(499)
-                return
-            if verb not in ("PUT", "POST"):
-                raise self._refuse(gs_uri(session.bucket, session.name))
-            if session.done is not None:
-                self._json(self.server.folder.resource(session.done, self._base))
-                return
-            content_range = (self.headers.get("Content-Range") or "").strip()
-            total: int | None = None
-            if not content_range:
-                session.received += self._to_file(session.temp, self._chunks(), "ab")
-                total = session.received
-            else:
-                match = re.fullmatch(
-                    r"bytes (?:([0-9]{1,20})-([0-9]{1,20})|\*)/([0-9]{1,20}|\*)", content_range
-                )
-                if not match:
-                    raise ObjectError(
-                        400, "invalid", f"Content-Range {content_range!r} is not bytes START-END/TOTAL"
-                    )
-                first, _last, size = match.groups()
-                total = int(size) if size != "*" else None
-                if first is not None:
-                    if int(first) > session.received:
-                        raise ObjectError(
-                            400,
-                            "invalid",
-                            f"the upload has {session.received} bytes; a chunk at {first} skips some",
-                        )
-                    skip = session.received - int(first)
-                    session.received += self._append(session.temp, self._chunks(), skip)
-            if total is not None and session.received >= total:
-                session.done = self.server.folder.commit(session.bucket, session.name, session.temp)
-                self._json(self.server.folder.resource(session.done, self._base))
-                return
-            headers = {"Range": f"bytes=0-{session.received - 1}"} if session.received else {}
-            self._answer(308, b"", headers)
-
-    def _append(self, target: Path, chunks: Iterator[bytes], skip: int) -> int:
-        """Append `chunks` to `target`, leaving out their first `skip` bytes (already received)."""
-        written = 0
-        with open(target, "ab") as handle:
-            for piece in chunks:
-                if skip:
-                    dropped = min(skip, len(piece))
-                    piece, skip = piece[dropped:], skip - dropped
-                handle.write(piece)
-                written += len(piece)
-        return written
+        """A chunk of a resumable upload (the sessions are the emulator's: `vertexdist.gcs_uploads`)."""
+        uploads, folder = self.server.uploads, self.server.folder
+        session, received = uploads.get(upload_id)
+        where = gs_uri(session["bucket"], session["name"])
+        if verb == "DELETE":
+            uploads.cancel(upload_id)
+            self._answer(499)
+            return
+        if verb not in ("PUT", "POST"):
+            raise self._refuse(where)
+        if session.get("done"):
+            self._json(folder.resource(Entry(**session["done"]), self._base))
+            return
+        content_range = (self.headers.get("Content-Range") or "").strip()
+        total: int | None
+        if not content_range:
+            received = uploads.append(upload_id, 0, self._chunks)
+            total = received
+        else:
+            start, total = parse_content_range(content_range)
+            if start is not None:
+                received = uploads.append(upload_id, start, self._chunks)
+        if total is not None and received > total:
+            raise ObjectError(
+                400, "invalid", f"{where}: the upload has {received} bytes, more than its total of {total}"
+            )
+        if total is not None and received == total:
+            temp = folder.temp_file()
+            uploads.take(upload_id, temp)
+            try:
+                entry = folder.commit(session["bucket"], session["name"], temp)
+            except BaseException:
+                uploads.cancel(upload_id)
+                raise
+            uploads.finish(upload_id, dataclasses.asdict(entry))
+            self._json(folder.resource(entry, self._base))
+            return
+        headers = {"Range": f"bytes=0-{received - 1}"} if received else {}
+        self._answer(308, b"", headers)
 
 
 class FolderStorageServer(LoopbackServer):
@@ -541,8 +523,7 @@ class FolderStorageServer(LoopbackServer):
         super().__init__(0, _Handler)
         self.folder = ObjectFolder(root, scratch)
         self.identity = identity
-        self.lock = threading.Lock()
-        self.sessions: dict[str, _Session] = {}
+        self.uploads = UploadSessions(Path(scratch) / "sessions")
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (pyarrow's pool closes connections so) is not news."""

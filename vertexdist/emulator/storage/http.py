@@ -31,14 +31,6 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from vertexdist.emulator.http_body import parse_json_object
-from vertexdist.emulator.storage.body import (
-    BodyEnded,
-    RequestBody,
-    body_chunks,
-    read_all,
-    split_multipart,
-    write_stream,
-)
 from vertexdist.emulator.storage.fields import media_headers
 from vertexdist.emulator.storage.store import (
     ObjectStore,
@@ -47,6 +39,15 @@ from vertexdist.emulator.storage.store import (
     StoreError,
     checked_fields,
     parse_int64,
+)
+from vertexdist.gcs_body import (
+    BodyEnded,
+    RequestBody,
+    body_chunks,
+    parse_content_range,
+    read_all,
+    split_multipart,
+    write_stream,
 )
 from vertexdist.loopback_server import GuardedHandler, LoopbackServer
 from vertexdist.request_guard import WritePolicy
@@ -551,15 +552,9 @@ class _Handler(GuardedHandler):
             received = store.append(upload_id, 0, self._chunks)
             total = received
         else:
-            match = re.fullmatch(r"bytes (?:([0-9]{1,20})-([0-9]{1,20})|\*)/([0-9]{1,20}|\*)", content_range)
-            if not match:
-                raise StoreError(
-                    400, "invalid", f"Content-Range {content_range!r} is not bytes START-END/TOTAL"
-                )
-            start, _end, size = match.groups()
-            total = int(size) if size != "*" else None
+            start, total = parse_content_range(content_range)
             if start is not None:
-                received = store.append(upload_id, int(start), self._chunks)
+                received = store.append(upload_id, start, self._chunks)
         if total is not None and received > total:
             raise StoreError(
                 400, "invalid", f"The upload has {received} bytes, more than its total of {total}."

@@ -37,9 +37,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-import google_crc32c  # installed with google-cloud-storage
-
 from vertexdist.emulator.storage.fields import FieldError, check_fields
+from vertexdist.gcs_body import Hashes, StoreError
+from vertexdist.gcs_uploads import UploadSessions, write_json
 from vertexdist.wire.projects import project_number
 
 READ_BYTES = 1 << 20
@@ -72,15 +72,6 @@ BUCKET_WRITABLE = (
 Record = dict[str, Any]
 
 
-@dataclass
-class StoreError(Exception):
-    """An answer other than success: its HTTP status, Cloud Storage's reason, and the message."""
-
-    code: int
-    reason: str
-    message: str
-
-
 def _not_found(what: str) -> StoreError:
     return StoreError(404, "notFound", f"No such {what}.")
 
@@ -111,43 +102,12 @@ def checked_fields(fields: Mapping[str, Any]) -> Mapping[str, Any]:
     return fields
 
 
-def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
-
-
 def _b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
-class Hashes:
-    """md5 and crc32c of bytes as they pass, in Cloud Storage's base64 form."""
-
-    def __init__(self, with_md5: bool = True) -> None:
-        self._md5 = hashlib.md5(usedforsecurity=False) if with_md5 else None
-        self._crc = google_crc32c.Checksum()
-        self.size = 0
-
-    def update(self, data: bytes) -> None:
-        if self._md5 is not None:
-            self._md5.update(data)
-        self._crc.update(data)
-        self.size += len(data)
-
-    @property
-    def md5(self) -> str | None:
-        return _b64(self._md5.digest()) if self._md5 is not None else None
-
-    @property
-    def crc32c(self) -> str:
-        return _b64(self._crc.digest())
-
-    @classmethod
-    def of_file(cls, path: Path, with_md5: bool = True) -> Hashes:
-        hashes = cls(with_md5)
-        with open(path, "rb") as handle:
-            while block := handle.read(READ_BYTES):
-                hashes.update(block)
-        return hashes
+def now_rfc3339() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
 @dataclass(frozen=True)
@@ -193,13 +153,6 @@ class Preconditions:
         return any(v is not None for v in vars(self).values())
 
 
-def _write_json(path: Path, value: Any) -> None:
-    """Replace `path` with `value` in one step (a crash leaves the old file or the new one)."""
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    temp.write_text(json.dumps(value, indent=1))
-    os.replace(temp, path)
-
-
 def _key(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()
 
@@ -230,6 +183,7 @@ class ObjectStore:
         self.tmp_dir = self.root / "tmp"
         for folder in (self._buckets_dir, self._uploads_dir, self.tmp_dir):
             folder.mkdir(parents=True, exist_ok=True)
+        self._uploads = UploadSessions(self._uploads_dir)
         self._lock = threading.RLock()
         self._last_generation = 0
         self._buckets: dict[str, Record] = {}
@@ -261,14 +215,7 @@ class ObjectStore:
             for path in folder_objects.iterdir():
                 if path.suffix != ".json" and path.name not in live:
                     path.unlink(missing_ok=True)  # a generation replaced, or written by a crashed upload
-        for session in self._uploads_dir.glob("*.json"):
-            try:
-                done = json.loads(session.read_text()).get("done")
-            except (OSError, ValueError):
-                done = True
-            if done:
-                session.unlink(missing_ok=True)
-                session.with_suffix(".part").unlink(missing_ok=True)
+        self._uploads.forget_finished()
 
     def _next_generation(self) -> int:
         self._last_generation = max(self._last_generation + 1, time.time_ns() // 1000)
@@ -325,7 +272,7 @@ class ObjectStore:
             bucket.update({k: body[k] for k in BUCKET_WRITABLE if k in body})
             folder = self._bucket_dir(name)
             (folder / "objects").mkdir(parents=True, exist_ok=True)
-            _write_json(folder / "bucket.json", bucket)
+            write_json(folder / "bucket.json", bucket)
             self._buckets[name] = bucket
             self._objects[name] = {}
             return dict(bucket)
@@ -347,7 +294,7 @@ class ObjectStore:
             bucket.update({k: changes[k] for k in BUCKET_WRITABLE if k in changes})
             bucket["metageneration"] = str(int(bucket["metageneration"]) + 1)
             bucket["updated"] = now_rfc3339()
-            _write_json(self._bucket_dir(name) / "bucket.json", bucket)
+            write_json(self._bucket_dir(name) / "bucket.json", bucket)
             self._buckets[name] = bucket
             return dict(bucket)
 
@@ -454,7 +401,7 @@ class ObjectStore:
             record.update(extra or {})
             os.replace(data, self._data_path(record))
             meta = self._bucket_dir(bucket) / "objects" / f"{_key(name)}.json"
-            _write_json(meta, record)
+            write_json(meta, record)
             self._objects[bucket][name] = record
             if current is not None:
                 self._data_path(current).unlink(missing_ok=True)
@@ -510,7 +457,7 @@ class ObjectStore:
                     record[field] = value
             record["metageneration"] = str(int(record["metageneration"]) + 1)
             record["updated"] = now_rfc3339()
-            _write_json(self._bucket_dir(bucket) / "objects" / f"{_key(name)}.json", record)
+            write_json(self._bucket_dir(bucket) / "objects" / f"{_key(name)}.json", record)
             self._objects[bucket][name] = record
             return dict(record)
 
@@ -609,12 +556,7 @@ class ObjectStore:
             token = base64.urlsafe_b64encode(last.encode()).decode()
             return items, prefixes, token
 
-    # --- resumable uploads ------------------------------------------------------------------------
-    def _session_path(self, upload_id: str) -> Path:
-        if not re.fullmatch(r"[0-9a-f]{32}", upload_id):
-            raise _not_found("upload session")
-        return self._uploads_dir / f"{upload_id}.json"
-
+    # --- resumable uploads (the sessions: `vertexdist.gcs_uploads`, shared with a local run's server) -----
     def start_upload(
         self, bucket: str, name: str, fields: Mapping[str, Any], when: Preconditions, size: int | None
     ) -> str:
@@ -622,55 +564,30 @@ class ObjectStore:
         checked_fields(fields)
         with self._lock:
             (when).check(self._current(bucket, name))
-        upload_id = secrets.token_hex(16)
-        session = {
-            "bucket": bucket,
-            "name": name,
-            "fields": {k: v for k, v in fields.items() if k in WRITABLE or k in ("md5Hash", "crc32c")},
-            "when": vars(when),
-            "size": size,
-            "done": None,
-        }
-        path = self._session_path(upload_id)
-        path.with_suffix(".part").touch()
-        _write_json(path, session)
-        return upload_id
+        return self._uploads.start(
+            {
+                "bucket": bucket,
+                "name": name,
+                "fields": {k: v for k, v in fields.items() if k in WRITABLE or k in ("md5Hash", "crc32c")},
+                "when": vars(when),
+                "size": size,
+            }
+        )
 
     def session(self, upload_id: str) -> tuple[dict[str, Any], int]:
         """The session and how many bytes it has received."""
-        path = self._session_path(upload_id)
-        try:
-            session = json.loads(path.read_text())
-        except (OSError, ValueError):
-            raise _not_found("upload session") from None
-        part = path.with_suffix(".part")
-        return session, (part.stat().st_size if part.exists() else 0)
+        return self._uploads.get(upload_id)
 
     def append(self, upload_id: str, start: int, chunks: Iterable[bytes]) -> int:
         """Add bytes from offset `start` (bytes already received are skipped); the new count received."""
-        part = self._session_path(upload_id).with_suffix(".part")
-        _session, received = self.session(upload_id)
-        if start > received:
-            for _ in chunks:
-                pass
-            raise _invalid(f"The upload has {received} bytes; a chunk cannot start at byte {start}.")
-        skip = received - start
-        with open(part, "ab") as out:
-            for chunk in chunks:
-                if skip:
-                    dropped = min(skip, len(chunk))
-                    chunk, skip = chunk[dropped:], skip - dropped
-                if chunk:
-                    out.write(chunk)
-            return out.tell()
+        return self._uploads.append(upload_id, start, chunks)
 
     def finish_upload(self, upload_id: str) -> Record:
-        path = self._session_path(upload_id)
-        session, _received = self.session(upload_id)
+        session, _received = self._uploads.get(upload_id)
         if session.get("done"):
             return dict(session["done"])
         temp = self.temp_file()
-        os.replace(path.with_suffix(".part"), temp)
+        self._uploads.take(upload_id, temp)
         try:
             record = self.commit(
                 session["bucket"],
@@ -680,17 +597,13 @@ class ObjectStore:
                 when=Preconditions(**session["when"]),
             )
         except StoreError:
-            path.unlink(missing_ok=True)
+            self._uploads.cancel(upload_id)
             raise
-        session["done"] = record
-        _write_json(path, session)
+        self._uploads.finish(upload_id, record)
         return record
 
     def cancel_upload(self, upload_id: str) -> None:
-        path = self._session_path(upload_id)
-        self.session(upload_id)
-        path.with_suffix(".part").unlink(missing_ok=True)
-        path.unlink(missing_ok=True)
+        self._uploads.cancel(upload_id)
 
     def names(self, bucket: str) -> Iterator[str]:
         with self._lock:

@@ -1,26 +1,78 @@
-"""Request bodies of the emulated Cloud Storage, read as streams: an upload of any size is written to disk as
-it arrives, never held in memory (media and resumable bodies as they are, multipart bodies parsed on the way).
+"""Request bodies of the Cloud Storage JSON API as both servers of it read them, the emulator's
+(`emulator/storage/http.py`) and a local run's over its gs:// folder (`local/gcs_server.py`): one parser, so
+every client's framing (google-cloud-storage's, gcsfs's, pyarrow's, the gcloud CLI's) works with both.
+
+Bodies are read as streams: an upload of any size is written to disk as it arrives, never held in memory
+(media and resumable bodies as they are, multipart bodies parsed on the way).
 
 Framing is `Content-Length` or `Transfer-Encoding: chunked` (Cloud Storage takes both for uploads). A body
 that ends early is an error that closes the connection. A `Content-Length` must be ASCII digits (one value,
 however often it is repeated), else 400. `RequestBody` counts what is left, so an error answer reads the
 rest of a small body (the connection stays usable) and closes the connection instead of reading a big one.
+A resumable upload's chunk says where it goes in `Content-Range` (`parse_content_range`).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
 from typing import Protocol
 
-from vertexdist.emulator.storage.store import Hashes, StoreError
+import google_crc32c  # installed with google-cloud-storage
 
 READ_BYTES = 1 << 20
 MAX_HEAD_BYTES = 8 << 20  # a multipart upload's metadata part (JSON) and the headers around it
 DRAIN_BYTES = 128 << 20  # the most an error answer reads of a body's rest (a second on loopback)
 _LENGTH = re.compile(r"[0-9]{1,20}")
+
+
+@dataclass
+class StoreError(Exception):
+    """An answer other than success: its HTTP status, Cloud Storage's reason, and the message."""
+
+    code: int
+    reason: str
+    message: str
+
+
+def _b64(digest: bytes) -> str:
+    return base64.b64encode(digest).decode("ascii")
+
+
+class Hashes:
+    """md5 and crc32c of bytes as they pass, in Cloud Storage's base64 form."""
+
+    def __init__(self, with_md5: bool = True) -> None:
+        self._md5 = hashlib.md5(usedforsecurity=False) if with_md5 else None
+        self._crc = google_crc32c.Checksum()
+        self.size = 0
+
+    def update(self, data: bytes) -> None:
+        if self._md5 is not None:
+            self._md5.update(data)
+        self._crc.update(data)
+        self.size += len(data)
+
+    @property
+    def md5(self) -> str | None:
+        return _b64(self._md5.digest()) if self._md5 is not None else None
+
+    @property
+    def crc32c(self) -> str:
+        return _b64(self._crc.digest())
+
+    @classmethod
+    def of_file(cls, path: Path, with_md5: bool = True) -> Hashes:
+        hashes = cls(with_md5)
+        with open(path, "rb") as handle:
+            while block := handle.read(READ_BYTES):
+                hashes.update(block)
+        return hashes
 
 
 class Reader(Protocol):
@@ -246,3 +298,18 @@ def split_multipart(content_type: str, chunks: Iterator[bytes], dest: Path) -> t
         out.write(held[: end - line_end])
         hashes.update(held[: end - line_end])
     return metadata, media_headers.get("content-type", "application/octet-stream"), hashes
+
+
+_CONTENT_RANGE = re.compile(r"bytes (?:([0-9]{1,20})-([0-9]{1,20})|\*)/([0-9]{1,20}|\*)")
+
+
+def parse_content_range(header: str) -> tuple[int | None, int | None]:
+    """A resumable upload chunk's `Content-Range` as (where its bytes start, the upload's total size):
+    `bytes START-END/TOTAL`, `bytes START-END/*` (more to come), `bytes */TOTAL` (no bytes: the last chunk
+    ended it, or the client asks how much arrived). None where the header says none. 400 for anything else.
+    https://cloud.google.com/storage/docs/performing-resumable-uploads"""
+    match = _CONTENT_RANGE.fullmatch(header.strip())
+    if not match:
+        raise StoreError(400, "invalid", f"Content-Range {header[:80]!r} is not bytes START-END/TOTAL")
+    start, _end, total = match.groups()
+    return (int(start) if start is not None else None), (int(total) if total != "*" else None)
