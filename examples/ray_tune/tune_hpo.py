@@ -37,7 +37,7 @@ def make_split(samples: int, features: int, seed: int) -> tuple[torch.Tensor, ..
 
 def storage_path(uri: str) -> str:
     """Ray's storage_path: a gs:// URI as it is, as the chapter writes it (Ray reaches it through pyarrow's
-    GcsFileSystem; on Vertex that is Cloud Storage, in vertexdist's local runs and emulator the job's own).
+    GcsFileSystem: on Vertex that is Cloud Storage; in a local run or an emulator job, the job's own storage).
     A plain path is made absolute, for every node alike."""
     return uri if uri.startswith("gs://") else str(Path(uri).resolve())
 

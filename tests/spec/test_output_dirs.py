@@ -14,6 +14,7 @@ from vertexdist.render import (
     render_request,
     with_job_folder,
 )
+from vertexdist.render.health_mark import has_mark, without_mark
 from vertexdist.spec import JobTemplate
 
 from .conftest import BASE
@@ -45,8 +46,10 @@ def test_two_jobs_of_one_template_get_two_folders_and_one_request_hash() -> None
         # The hash label is the rendered request's: a second submit of the template is still a duplicate.
         assert job.request["trainingPipeline"]["labels"] == rendered.request["trainingPipeline"]["labels"]
         assert job.request_hash == rendered.request_hash
-    # Nothing but the folder differs from the dry run.
-    assert with_job_folder(rendered.request, a.output_dir.rsplit("/", 1)[1]) == a.request
+    # Nothing but the folder, and the job's health mark in every pool's env (issue 41), differs from the dry
+    # run.
+    assert has_mark(a.request) and not has_mark(rendered.request)
+    assert with_job_folder(rendered.request, a.output_dir.rsplit("/", 1)[1]) == without_mark(a.request)
 
 
 def test_filling_the_folder_changes_nothing_else_and_leaves_the_rendered_request_alone() -> None:
@@ -76,7 +79,9 @@ def test_resuming_names_the_earlier_folder_and_is_its_own_request() -> None:
     resumed = render_request(template(), resume_from=earlier)
     assert output_dir_of(resumed) == earlier
     submission = _submission(resumed)
-    assert not submission.needs_job_folder and submission.for_new_job() is submission
+    again = submission.for_new_job()  # the same folder, and only a health mark added
+    assert not submission.needs_job_folder and again.output_dir == submission.output_dir
+    assert without_mark(again.request) == submission.request and again.request_hash == submission.request_hash
     fresh = render_request(template())
     # Resuming is a different request (two resumes of one job are duplicates of each other, not of a new job).
     assert (

@@ -93,7 +93,7 @@ def test_a_built_image_runs_the_ray_mode_as_its_command_and_gets_ray_installed(t
 
 def test_the_ray_extra_pins_the_ray_the_launcher_names() -> None:
     pyproject = (REPO_ROOT / "pyproject.toml").read_text()
-    assert f'ray = ["{RAY}"]' in pyproject
+    assert f'ray = ["{RAY}"' in pyproject  # the extra's first entry: the Ray the launcher names
     # `make test` installs it: the extras of the Makefile's `pip install -e ".[...]"` include ray.
     extras = re.search(r'-e "\.\[([a-z,]+)\]"', (REPO_ROOT / "Makefile").read_text())
     assert extras is not None and "ray" in extras.group(1).split(",")
