@@ -267,6 +267,38 @@ def test_a_step_aimed_preemption_marks_its_step_and_waits_there_for_the_signal(t
     assert thread.is_alive()  # it waits at that step for the platform's SIGTERM
 
 
+@pytest.mark.timeout(60)
+def test_the_platforms_sigterm_releases_the_held_rank_after_its_own_handler_ran(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    faults = [{"kind": "preempt", "replica": "workerpool1-0", "local_rank": 1, "after_step": 1}]
+    watcher = health.Watcher(_env(tmp_path, **{health.FAULTS_VARIABLE: json.dumps(faults)}))
+    seen: list[int] = []
+
+    def trainer(signum: int, _frame: object) -> None:  # the script's own: asks for a checkpoint and a stop
+        seen.append(signum)
+
+    previous = signal.signal(signal.SIGTERM, trainer)
+    reached = tmp_path / "reached-workerpool1-0"
+
+    def platform() -> None:  # the preemption: SIGTERM once the step's mark is there
+        assert _wait(reached.exists)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    try:
+        thread = threading.Thread(target=platform, daemon=True)
+        thread.start()
+        watcher.on_step()  # the script's step, in the main thread: held there until the signal
+        thread.join(10)
+        assert seen == [signal.SIGTERM]  # the script's handler ran: the bundled trainer's checkpoints
+        assert signal.getsignal(signal.SIGTERM) is trainer and watcher.steps == 1
+        os.kill(os.getpid(), signal.SIGTERM)  # the hold gave the script's handler back its place
+        assert _wait(lambda: len(seen) == 2)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _hung_rank(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Thread, list[int]]:
     """`env`'s watcher told that the job hung, in a thread of its own, its `os._exit` recorded."""
     import os

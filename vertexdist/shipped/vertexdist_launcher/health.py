@@ -22,7 +22,9 @@
 - A fault plan's `hang` and `slow` faults (`VERTEXDIST_HEALTH_FAULTS`) act from the same step hook, so they
   reach an unchanged script. So does the aim of a `preempt` or `maintenance` fault with `after_step`: at that
   step the rank writes its heartbeat and `reached-<replica>` in the health folder, and waits there for the
-  platform's SIGTERM (the local runner's or the emulator's preemption reads the file).
+  platform's SIGTERM (the local runner's or the emulator's preemption reads the file). The SIGTERM releases
+  it once the script's own handler has run, so the script acts on the notice as on a real preemption (the
+  bundled trainer checkpoints and stops within the grace); without a handler the signal ends the rank.
 - Checkpoint saves: `with vertexdist_launcher.health.checkpoint(): save(...)` times a save and marks the
   step it saved (the bundled trainer does so); the heartbeat carries the saves' count, their time and the
   last saved step, for the goodput ledger (`vertexdist goodput`). A save writes a heartbeat at once, so the
@@ -37,6 +39,7 @@ import atexit
 import contextlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -157,6 +160,41 @@ def top_frame(frames: list[tuple[str, int, str]]) -> str:
     if filename.startswith(_STDLIB + os.sep):
         place = os.path.relpath(filename, _STDLIB)
     return f"{function} ({place}:{line})"
+
+
+class _TermHold:
+    """Holds the main thread until SIGTERM arrives. Made in the main thread, it puts its own handler in
+    front of the script's (which it calls first, then gives back its place); made in another thread (no
+    handler can be set there) or where SIGTERM's action is the default one (the signal ends the process
+    then), it holds until the process ends."""
+
+    POLL_S = 0.05
+
+    def __init__(self) -> None:
+        self.arrived = False
+        self.previous: Any = None
+        self.installed = False
+        with contextlib.suppress(Exception):  # ValueError: not the main thread
+            previous = signal.getsignal(signal.SIGTERM)
+            if previous not in (signal.SIG_DFL, None):
+                self.previous = previous
+                signal.signal(signal.SIGTERM, self._on_term)
+                self.installed = True
+
+    def _on_term(self, signum: int, frame: FrameType | None) -> None:
+        self.arrived = True  # a flag, no lock: a handler may run while this thread holds any lock
+        if callable(self.previous):
+            self.previous(signum, frame)
+
+    def wait(self) -> None:
+        if not self.installed:
+            threading.Event().wait()
+        try:
+            while not self.arrived:
+                time.sleep(self.POLL_S)  # the handler runs in this thread, between two sleeps' ticks
+        finally:
+            with contextlib.suppress(Exception):
+                signal.signal(signal.SIGTERM, self.previous)
 
 
 def _frames(frame: FrameType | None) -> list[tuple[str, int, str]]:
@@ -448,16 +486,20 @@ class Watcher:
 
     def _reached(self, fault: Mapping[str, Any]) -> None:
         """A step-aimed preemption's step: the heartbeat and the mark the platform waits for, then this rank
-        waits for its signal (the step count the fault meets is this one, however fast the machine)."""
+        waits for its signal (the step count the fault meets is this one, however fast the machine). The
+        SIGTERM releases it, after the script's own handler ran, so the script acts on the notice as on a
+        real preemption (the bundled trainer checkpoints and stops); a script with no handler is ended by
+        the signal itself."""
         from . import say
 
         if self.dir is None:
             return
+        held = _TermHold()  # before the mark: the platform's SIGTERM may follow it at once
         with contextlib.suppress(Exception):
             self.write_beat()
             self.write_file(f"{REACHED_PREFIX}{self.replica}", str(self.steps))
         say(f"rank {self.rank} reached step {self.steps}: the fault plan's {fault.get('kind')} lands here")
-        threading.Event().wait()
+        held.wait()
 
     def _hook(self, _optimizer: object, _args: object, _kwargs: object) -> None:
         if not self.manual:
