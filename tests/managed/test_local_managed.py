@@ -134,20 +134,45 @@ def _outputs(err: str) -> Path:
     return Path(outputs)
 
 
+# One template serves the preempted and the hung run, and one undisturbed run of it their model bytes: 500
+# steps (4,000 samples, 16 a step, 2 epochs), a checkpoint every 50.
+EVERY = 50
+
+
+def _recovered_template(tmp: Path) -> Path:
+    path = _template(tmp, samples=4000)
+    body = yaml.safe_load(path.read_text())
+    body["trainer"]["args"] = [a for a in body["trainer"]["args"] if not a.startswith("--checkpoint-every")]
+    body["trainer"]["args"].append(f"--checkpoint-every={EVERY}")
+    body["health"] = {"hang_timeout": "4s"}
+    body["recovery"] = {"max_preemptions": 3, "max_hangs": 1}
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+@pytest.fixture(scope="module")
+def undisturbed_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The SHA-256 of the model an undisturbed run of `_recovered_template` writes."""
+    tmp = tmp_path_factory.mktemp("undisturbed")
+    undisturbed = _cli(tmp, "local-run", str(_recovered_template(tmp)))
+    assert undisturbed.returncode == 0, undisturbed.stderr[-3000:]
+    return hashlib.sha256((_outputs(undisturbed.stderr) / "model" / "model.pt").read_bytes()).hexdigest()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # 2 runs on a loaded machine (each up to 450 s)
 def test_a_spot_run_preempted_twice_ends_with_the_same_model_bytes_as_an_undisturbed_run(
-    tmp_path: Path,
+    tmp_path: Path, undisturbed_model: str
 ) -> None:
-    path = _template(tmp_path, samples=60000)
-    undisturbed = _cli(tmp_path, "local-run", str(path))
-    assert undisturbed.returncode == 0, undisturbed.stderr[-3000:]
+    path = _recovered_template(tmp_path)
     plan = tmp_path / "plan.yaml"
-    # Aimed at a step, not a time, however fast or loaded the machine is: each attempt stops 500 steps after
-    # it started, held at that step until the platform's SIGTERM and its grace are over, so it loses the
-    # steps since its last checkpoint (every 200): attempt 1 stops at 500 and attempt 2 resumes from 400,
-    # stops at 900, and attempt 3 resumes from 800. An exact resume still gives the undisturbed run's bytes.
-    plan.write_text("- kind: preempt\n  replica: workerpool0-0\n  after_step: 500\n  grace: 2s\n  times: 2\n")
+    # Aimed at a step, not a time, however fast or loaded the machine is: each attempt is held at its 100th
+    # step until the platform's SIGTERM, which the trainer answers as on Vertex: it saves at its next stop
+    # check and exits (the grace is only a bound). So attempt 2 resumes where attempt 1 stopped, and attempt
+    # 3 where attempt 2 stopped. An exact resume still gives the undisturbed run's bytes.
+    plan.write_text(
+        "- kind: preempt\n  replica: workerpool0-0\n  after_step: 100\n  grace: 60s\n  times: 2\n"
+    )
     preempted = _cli(tmp_path, "local-run", str(path), "--fault-plan", str(plan))
     assert preempted.returncode == 0, preempted.stderr[-3000:]
     managed_id = preempted.stdout.split()[1]
@@ -157,31 +182,26 @@ def test_a_spot_run_preempted_twice_ends_with_the_same_model_bytes_as_an_undistu
     runs = [tmp_path / ".vertexdist" / "runs" / a["job"] for a in shown["attempts"]]
     logs = [next((run / "logs").glob("workerpool0-*.log")).read_text() for run in runs]
     resumed = [re.findall(r"^resumed from .*/checkpoints/step-0*(\d+)/state.pt", log, re.M) for log in logs]
-    assert resumed == [[], ["400"], ["800"]], resumed
+    stopped = [
+        re.findall(r"^stopping on request after step (\d+); checkpoint saved", log, re.M) for log in logs
+    ]
+    assert stopped[2] == [] and resumed == [[], stopped[0], stopped[1]], (resumed, stopped)
+    first, second = int(stopped[0][0]), int(stopped[1][0])
+    assert first >= 100 and second >= first + 100, stopped  # each held at its 100th step, then saved
     # A recovery starts warm: the 2nd and 3rd attempts' replicas were forked from the controller's own pool.
-    for run, warm in zip(runs, [False, True, True], strict=True):
+    for run, warm, log in zip(runs, [False, True, True], logs, strict=True):
         assert (WARM_NOTE in (run / "events.jsonl").read_text()) is warm, run
-        log = next((run / "logs").glob("workerpool0-*.log")).read_text()
         assert not warm or "starting this replica cold" not in log, log[-2000:]  # not fallen back
-    expected = hashlib.sha256((_outputs(undisturbed.stderr) / "model" / "model.pt").read_bytes())
     actual = hashlib.sha256((_outputs(preempted.stderr) / "model" / "model.pt").read_bytes())
-    assert actual.hexdigest() == expected.hexdigest()
+    assert actual.hexdigest() == undisturbed_model
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_hung_attempt_is_retried_from_its_checkpoints_and_ends_with_the_same_model_bytes(
-    tmp_path: Path,
+    tmp_path: Path, undisturbed_model: str
 ) -> None:
-    path = _template(tmp_path, samples=4000)
-    body = yaml.safe_load(path.read_text())
-    body["trainer"]["args"] = [a for a in body["trainer"]["args"] if not a.startswith("--checkpoint-every")]
-    body["trainer"]["args"].append("--checkpoint-every=50")
-    body["health"] = {"hang_timeout": "4s"}
-    body["recovery"] = {"max_hangs": 1}
-    path.write_text(yaml.safe_dump(body))
-    undisturbed = _cli(tmp_path, "local-run", str(path))
-    assert undisturbed.returncode == 0, undisturbed.stderr[-3000:]
+    path = _recovered_template(tmp_path)
     plan = tmp_path / "plan.yaml"
     plan.write_text("- kind: hang\n  replica: workerpool0-0\n  after_step: 120\n  times: 1\n")
     hung = _cli(tmp_path, "local-run", str(path), "--fault-plan", str(plan))
@@ -192,6 +212,5 @@ def test_a_hung_attempt_is_retried_from_its_checkpoints_and_ends_with_the_same_m
     assert "attempt 1 HUNG" in hung.stderr
     second = tmp_path / ".vertexdist" / "runs" / shown["attempts"][1]["job"] / "logs" / "workerpool0-0.log"
     assert re.search(r"^resumed from .*/checkpoints/step-0+100/state.pt", second.read_text(), re.M)
-    expected = hashlib.sha256((_outputs(undisturbed.stderr) / "model" / "model.pt").read_bytes())
     actual = hashlib.sha256((_outputs(hung.stderr) / "model" / "model.pt").read_bytes())
-    assert actual.hexdigest() == expected.hexdigest()
+    assert actual.hexdigest() == undisturbed_model
