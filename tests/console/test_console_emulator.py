@@ -26,9 +26,14 @@ from vertexdist.console.jobs import EMULATOR_DOWN, Console, page_backend
 pytestmark = [pytest.mark.integration]
 
 # Writes TensorBoard scalars with TensorBoard's own writer (no torch) into AIP_TENSORBOARD_LOG_DIR, through
-# the emulator's /gcs stand-in (VERTEXDIST_GCS_ROOT), as a script on Vertex writes through /gcs.
+# the emulator's /gcs stand-in (VERTEXDIST_GCS_ROOT), as a script on Vertex writes through /gcs; marks a
+# step after each (`health.step()`), for its goodput ledger.
+SHIPPED = Path(__file__).resolve().parents[2] / "vertexdist" / "shipped"
 SCALARS = (
-    "import os, time\n"
+    "import os, sys, time\n"
+    f"sys.path.insert(0, {str(SHIPPED)!r})\n"
+    "from vertexdist_launcher import health\n"  # its steps, for the goodput ledger
+    "health.start()\n"
     "from tensorboard.compat.proto.event_pb2 import Event\n"
     "from tensorboard.compat.proto.summary_pb2 import Summary\n"
     "from tensorboard.summary.writer.event_file_writer import EventFileWriter\n"
@@ -37,6 +42,8 @@ SCALARS = (
     "for step in range(1, 4):\n"
     "    value = Summary.Value(tag='user/score', simple_value=step * step)\n"
     "    writer.add_event(Event(step=step, wall_time=time.time(), summary=Summary(value=[value])))\n"
+    "    time.sleep(0.2)\n"
+    "    health.step()\n"
     "writer.close()\n"
 )
 
@@ -187,3 +194,21 @@ def test_unreadable_storage_and_a_stopped_emulator_are_said_so(
     page = client.get(f"/jobs/{scores}")
     assert page.status_code == 503
     assert "emulator not answering" in page.text and "NewConnectionError" not in page.text
+
+
+def test_an_emulator_jobs_goodput_shows_in_the_list_and_as_a_bar_on_its_page(
+    served: dict[str, Any], tmp_path: Path
+) -> None:
+    from vertexdist.cli.ui import console_remote
+
+    emulator = served["emulator"]
+    with console_remote(None, None, None, None, emulator.data_dir) as (remote, shown_folder):
+        console = Console(tmp_path / "runs", remote, cache_dir=tmp_path / "cache", emulator_dir=shown_folder)
+        client = TestClient(build_app(console))
+        rows = {row["ref"]: row for row in client.get("/api/jobs").json()["jobs"]}
+        scores = _ref(served["scores"])
+        assert 0.0 < rows[scores]["goodput"] < 1.0, rows[scores]  # its steps are productive, not its start
+        page = client.get(f"/jobs/{scores}").text
+    bar = page.split('id="goodput-bar"', 1)[1].split("</div>", 1)[0]
+    assert 'class="gp-startup"' in bar and 'class="gp-productive"' in bar, bar
+    assert f"vertexdist goodput {scores.rsplit('/', 1)[1]} --emulator" in page  # as the CLI takes it

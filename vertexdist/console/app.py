@@ -479,6 +479,7 @@ def _row_json(row: JobRow) -> dict[str, Any]:
         "endTime": row.end_time,
         "durationS": row.duration_s,
         "cost": row.cost,
+        "goodput": row.goodput,
     }
 
 

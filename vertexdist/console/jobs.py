@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 EMULATOR_DOWN = "emulator not answering; `vertexdist emulator start`"
 STORAGE_UNREACHABLE = "storage unreachable"
 KEEP_ROWS = 100_000  # rows of finished local jobs kept between list pages (see `_kept`)
+# Ended emulator or Vertex custom jobs whose goodput ledger one list page reads (on Vertex, from the job's
+# logs); a ledger read is kept, so later pages fill in the rest.
+LEDGERS_PER_LIST = 8
 KIND_CUSTOM = "custom job"
 KIND_PIPELINE = "pipeline"
 KIND_TUNING = "tuning"
@@ -103,7 +106,7 @@ class JobRow:
     end_time: str | None
     duration_s: float | None
     cost: float | None  # USD at the price table's prices so far; None where a part is unpriced
-    goodput: float | None = None  # productive / billed, for an ended job whose ledger reads (local runs)
+    goodput: float | None = None  # productive / billed, for an ended job whose ledger reads
 
     @property
     def sort_key(self) -> str:
@@ -212,6 +215,7 @@ class Console:
         self.attempt_sources: list[AttemptSource] = []
         self._rows: dict[str, tuple[object, JobRow]] = {}  # local job id -> (its version, its row)
         self._secret_values: dict[str, tuple[str, ...]] = {}  # a remote job's path -> its secret values
+        self._ledgers: dict[str, Ledger] = {}  # an ended remote custom job's name -> its goodput ledger
         # A remote job's name -> the Ranks panel's scan of its log lines (console.ranks.LogFollow).
         self.rank_follows: dict[str, Any] = {}
         self.rank_follows_lock = threading.Lock()
@@ -295,6 +299,7 @@ class Console:
                 rows.append(self._kept(name, self.local_tuning.version(name), make))
             except VertexdistError:
                 continue
+        budget = LEDGERS_PER_LIST
         for remote in self._listed():
             try:
                 found = remote.list(limit=500)
@@ -305,8 +310,14 @@ class Console:
             problems += [f"{self.remote_label}: {line}" for line in getattr(found, "problems", ())]
             for status in found:
                 ref = vertex_ref(status.name)
-                if ref is not None:
-                    rows.append(self._remote_row(ref, status, now))
+                if ref is None:
+                    continue
+                row = self._remote_row(ref, status, now)
+                if status.state in TERMINAL_STATES and (status.name in self._ledgers or budget > 0):
+                    budget -= 0 if status.name in self._ledgers else 1
+                    ledger = self._remote_ledger(ref, remote, status.name)
+                    row = dataclasses.replace(row, goodput=ledger.goodput if ledger is not None else None)
+                rows.append(row)
         rows.sort(key=lambda row: row.sort_key, reverse=True)
         return rows, problems
 
@@ -359,6 +370,28 @@ class Console:
         from vertexdist.jobs.goodput import ledger_at
 
         return ledger_at(self.local, ref.job, self.local.run_dir(ref.job) / HEALTH_DIR)
+
+    def _remote_ledger(self, ref: JobRef, backend: VertexBackend, name: str) -> Ledger | None:
+        """An ended emulator or Vertex custom job's goodput ledger: its heartbeats from the emulator's folder,
+        else from its logs (as `vertexdist goodput` reads them); kept once read."""
+        if not ref.job.startswith("customJobs/"):
+            return None
+        kept = self._ledgers.get(name)
+        if kept is not None:
+            return kept
+        from vertexdist.console.ranks import health_folder
+        from vertexdist.jobs.goodput import ledger_at
+
+        try:
+            where = health_folder(self, ref)
+        except VertexdistError:
+            return None
+        ledger = ledger_at(backend, name, where if isinstance(where, Path) else None)
+        if ledger is not None and ledger.billed_s > 0:
+            if len(self._ledgers) >= KEEP_ROWS:
+                self._ledgers.clear()
+            self._ledgers[name] = ledger
+        return ledger
 
     def _tuning_row(self, ref: JobRef, tuning: TuningStatus, now: float) -> JobRow:
         cost = tuning_cost(tuning, tuning.status.location, now)
@@ -477,7 +510,11 @@ class Console:
             if attempts is not None:
                 row = dataclasses.replace(row, kind=KIND_MANAGED)
                 break
-        ledger = self._local_ledger(ref) if ref.source == "local" and tuning is None else None
+        ledger = None
+        if tuning is None and ref.source == "local":
+            ledger = self._local_ledger(ref)
+        elif tuning is None and status.state in TERMINAL_STATES:
+            ledger = self._remote_ledger(ref, self._remote(), self._remote_name(ref))
         if ledger is not None:
             row = dataclasses.replace(row, goodput=ledger.goodput)
         return JobPage(
