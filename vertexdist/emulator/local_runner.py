@@ -5,7 +5,9 @@ Python-package pools are fetched from the emulated bucket and pip-installed into
 (`vertexdist.packaging.install_package`; their requirements into a job environment), then run as
 `python -m <module>`; container pools run their command isolated from the host
 (`vertexdist.local.isolated_container`). Replicas get local-run's environment, a metadata server of the
-job's service account, and this emulator's Cloud Storage endpoint.
+job's service account, and this emulator's Cloud Storage endpoint. Their ranks' health watchers run as on
+Vertex: heartbeat lines in the replicas' logs (read back through the emulated Cloud Logging) and each rank's
+own hang decision (`vertexdist_launcher.health.LOGS_VARIABLE`).
 """
 
 from __future__ import annotations
@@ -125,5 +127,6 @@ class LocalBackendRunner:
             replica_env=self.replica_env,
             fetch_object=self.fetch_object,
             spawner=self.spawner,
+            health_logs=True,  # as on Vertex: heartbeat lines in the replicas' logs, each rank's own verdict
         )
         return _LocalRunning(local)

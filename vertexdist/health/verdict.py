@@ -5,6 +5,8 @@ stragglers, and whether the job is hung and who is to blame. Pure: plain dicts i
   starting, a rank that joins late, or a long first step is never hung.
 - Hung: no rank has made a step for `hang_timeout` seconds. The culprit is the rank that does not wait in
   a collective (if several, the one with the fewest steps); the others are said to wait where they wait.
+  Where each rank decides a hang by itself (Vertex, the emulator), `blamed` reads the first one's verdict
+  against every rank's last heartbeat, so that it names the culprit, not a rank that waits for it.
   A heartbeat's `step` counts the steps made; the verdict names the step a rank is in (one more).
 - A straggler: its own step time (the step less the time it waited for the others), averaged over its last
   `WINDOW_STEPS` steps, is over `ratio` times the median of the other ranks', once it has made `MIN_STEPS`
@@ -113,15 +115,20 @@ def hang_verdict(beats: Sequence[Beat], now: float, hang_timeout: float | None) 
         return None
     if all(b.get("state") == "exited" for b in beats):
         return None
-    parts = [f"hung: no progress for {now - last:.0f}s"]
-    blamed = culprit(beats)
-    others = [b for b in beats if blamed is None or b["rank"] != blamed["rank"]]
-    if blamed is not None:
-        state = blamed.get("state")
-        doing = "exited" if state == "exited" else f"is in {blamed.get('where') or 'an unknown place'}"
+    return "; ".join([f"hung: no progress for {now - last:.0f}s", *_blame(beats)])
+
+
+def _blame(beats: Sequence[Beat]) -> list[str]:
+    """The verdict's parts after its first: the culprit where there is one, then where the others are."""
+    parts: list[str] = []
+    who = culprit(beats)
+    others = [b for b in beats if who is None or b["rank"] != who["rank"]]
+    if who is not None:
+        state = who.get("state")
+        doing = "exited" if state == "exited" else f"is in {who.get('where') or 'an unknown place'}"
         parts.append(
-            f"{_ranks_text([int(blamed['rank'])])} ({blamed.get('replica')}, local rank"
-            f" {blamed.get('local_rank')}) {doing} at step {int(blamed.get('step') or 0) + 1}"
+            f"{_ranks_text([int(who['rank'])])} ({who.get('replica')}, local rank"
+            f" {who.get('local_rank')}) {doing} at step {int(who.get('step') or 0) + 1}"
         )
     groups: dict[str, list[int]] = {}
     for beat in others:
@@ -133,7 +140,25 @@ def hang_verdict(beats: Sequence[Beat], now: float, hang_timeout: float | None) 
     for key, ranks in sorted(groups.items(), key=lambda item: min(item[1])):
         verb = key if len(ranks) > 1 else key.replace("wait in", "waits in", 1).replace("are in", "is in", 1)
         parts.append(f"{_ranks_text(ranks)} {verb}")
-    return "; ".join(parts)
+    return parts
+
+
+def blamed(verdict: str, beats: Sequence[Beat]) -> str:
+    """A rank's own verdict, naming the culprit instead where the ranks' last heartbeats show another one.
+
+    On Vertex (and the emulator) each rank decides a hang by itself and its verdict names itself; the first
+    to decide may be one that waits in a collective for the culprit. Where `culprit` finds the rank the
+    verdict names, or another one while the named one was waiting, the verdict keeps its `no progress` part
+    and tells the ranks as `hang_verdict` does (the culprit with its replica and the step it is in, then
+    where the others wait); otherwise it stays as the rank wrote it."""
+    named = named_rank(verdict)
+    own = next((b for b in beats if int(b["rank"]) == named), None)
+    found = culprit(beats)
+    if own is None or found is None:
+        return verdict
+    if int(found["rank"]) != named and own.get("state") != "waiting":
+        return verdict  # the rank it names does not wait for another: its own word stands
+    return "; ".join([verdict.split(";", 1)[0], *_blame(beats)])
 
 
 def stragglers(beats: Sequence[Beat], ratio: float) -> list[Straggler]:

@@ -25,7 +25,7 @@ from vertexdist.health.folder import (
     read_verdict,
 )
 from vertexdist.health.log_scan import LogHealth, LogLine, job_mark, scan
-from vertexdist.health.verdict import rank_rows
+from vertexdist.health.verdict import blamed, rank_rows
 from vertexdist.jobs.find import local_job
 from vertexdist.jobs.where import EMULATOR_DATA_DIR, JobPlace
 from vertexdist.spec.health import DEFAULT_STRAGGLER_RATIO
@@ -112,6 +112,8 @@ def log_report(found: LogHealth, status: JobStatus, now: float | None = None) ->
     rows = rank_rows(found.beats, time.time() if now is None else now, DEFAULT_STRAGGLER_RATIO, ended_at)
     # A job that succeeded was not hung, whatever a line says.
     verdict = None if status.succeeded else found.verdict
+    if verdict is not None:  # a rank's own verdict names itself: the culprit, where the heartbeats show one
+        verdict = blamed(verdict, found.beats)
     if verdict is None and status.error and status.error.startswith("hung:"):
         verdict = status.error  # the emulator's job error is the verdict
     return {"ranks": rows, "verdict": verdict, "ended": status.done, "stacks": found.stacks}

@@ -9,6 +9,10 @@ are `vertexdist.health.verdict`'s (pure); this module only reads files, writes t
   verdict (`impose_failure`); nothing is stopped before every rank's dump is there (`await_dumps`, which the
   runner calls too before it stops replicas), at most `DUMP_WAIT_S`; a rank whose dump is still missing is
   named in the job's log and in the summary; ranks still alive `EXIT_WAIT_S` later are stopped.
+- `ranks_decide` (the emulator, which watches as Vertex does: `vertexdist_launcher.health.LOGS_VARIABLE`):
+  each rank decides a hang itself; the monitor decides nothing, it takes up the first verdict a rank left
+  (its dump marker), read against every rank's heartbeat so that it names the culprit
+  (`health.verdict.blamed`), and ends the job with it as above.
 - at the end: `summary.json` keeps the verdict, the stragglers and the end time, for `vertexdist ranks`.
 - silent: no replica printed a line (its log file unchanged) and no rank stepped for `silence` seconds: one
   line (`vertexdist.health.silence`) names where each rank's main thread is, the Ray driver's included;
@@ -30,7 +34,7 @@ from typing import Protocol
 from vertexdist.backends.base import JobError
 from vertexdist.health.folder import SUMMARY_FILE, read_beats
 from vertexdist.health.silence import quiet_since, silence_line
-from vertexdist.health.verdict import hang_verdict, straggler_line, stragglers
+from vertexdist.health.verdict import blamed, hang_verdict, straggler_line, stragglers
 from vertexdist.shipped.vertexdist_launcher import health as watcher
 from vertexdist.spec.health import DEFAULT_HANG_TIMEOUT_S, DEFAULT_SILENCE_S, DEFAULT_STRAGGLER_RATIO
 
@@ -97,7 +101,9 @@ class HealthMonitor:
     started_at: float | None = None
     silence_told: float | None = None  # the quiet spell (its start) the last silence line was about
     no_stacks: list[int] | None = None  # once the dumps were waited for: the ranks that left none
+    ranks_decide: bool = False  # each rank decides a hang itself; the first one's verdict is taken up
     _dumps_lock: threading.Lock = field(default_factory=threading.Lock)
+    _verdict_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def new_attempt(self) -> None:
         """A new attempt's ranks start afresh: the last attempt's heartbeats and verdict go."""
@@ -118,10 +124,38 @@ class HealthMonitor:
                 self.job.note(straggler_line(found, by_rank[found.rank]))
             self.flagged[found.rank] = max(found.slowdown, self.flagged.get(found.rank, 0.0))
         if self.verdict is None:
+            if self.ranks_decide:
+                if self.take_up_verdict():
+                    self._after_verdict()
+                return self.verdict
             self.verdict = hang_verdict(beats, self.clock(), self.config.hang_timeout)
             if self.verdict is not None:
                 self._end_hung(self.verdict)
         return self.verdict
+
+    def ranks_verdict(self) -> str | None:
+        """`ranks_decide`: the verdict of the first rank that called the job hung (its dump marker holds
+        it), naming the culprit where the heartbeats show another one; None while no rank has."""
+        markers = []
+        for path in (self.health_dir / watcher.STACKS_DIR).glob(f"rank-*{watcher.DUMPED_SUFFIX}"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                markers.append((path.stat().st_mtime, path.read_text(encoding="utf-8").strip()))
+        first = next((text for _at, text in sorted(markers) if text), None)
+        return None if first is None else blamed(first, read_beats(self.health_dir))
+
+    def take_up_verdict(self) -> bool:
+        """`ranks_decide`: whether a rank has called the job hung. The first time, the job fails with that
+        verdict (`impose_failure`) and `verdict.json` tells the ranks that have not decided yet and their
+        launchers. Never waits: the runner asks it as a replica fails, before it restarts anything."""
+        if not self.ranks_decide:
+            return False
+        with self._verdict_lock:
+            if self.verdict is None:
+                found = self.ranks_verdict()
+                if found is None:
+                    return False
+                self._call_hung(found)
+        return True
 
     def check_silence(self, last_output_at: Callable[[], float | None]) -> str | None:
         """One look for silence (`last_output_at()`: when a replica last printed, LocalJob's): the line,
@@ -143,15 +177,24 @@ class HealthMonitor:
     def _end_hung(self, verdict: str) -> None:
         """The job fails with `verdict`; its ranks print their stacks and exit `HUNG_EXIT` themselves (their
         replicas then exit with it); what is left `EXIT_WAIT_S` later is stopped."""
+        self._call_hung(verdict)
+        self._after_verdict()
+
+    def _call_hung(self, verdict: str) -> None:
+        self.verdict = verdict
         self.job.impose_failure(JobError(CODE_DEADLINE_EXCEEDED, verdict))
         self.job.note(verdict)
         path = self.health_dir / watcher.VERDICT_FILE
         path.write_text(json.dumps({"verdict": verdict, "at": self.clock()}), encoding="utf-8")
+
+    def _after_verdict(self) -> None:
+        """Every rank's dump waited for, then what is left `EXIT_WAIT_S` later stopped."""
+        assert self.verdict is not None
         self.await_dumps()
         deadline = time.monotonic() + EXIT_WAIT_S
         while time.monotonic() < deadline and not self.job.done:
             time.sleep(0.1)
-        self.job.impose_failure(JobError(CODE_DEADLINE_EXCEEDED, verdict), stop=True)
+        self.job.impose_failure(JobError(CODE_DEADLINE_EXCEEDED, self.verdict), stop=True)
 
     def await_dumps(self, bound_s: float = DUMP_WAIT_S) -> list[int]:
         """Once the job is called hung: wait until every rank has left its dump, at most `bound_s`; each rank

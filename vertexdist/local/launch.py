@@ -81,6 +81,7 @@ def schedule(
     install: InstallPackage | None = None,
     services: JobServices | None = None,
     spawner: Spawner | None = None,
+    health_logs: bool = False,
 ) -> LocalJob:
     """Start `request` and return at once; a failure while it is PENDING fails the job with the reason.
     `services` (a metadata server, extra endpoints) run for the job's length."""
@@ -100,6 +101,7 @@ def schedule(
         timeout_s=timeout_s,
         base_env=services.base_env() if services is not None else None,
         spawner=spawner,
+        health_logs=health_logs,
     ).start()
 
 
@@ -145,13 +147,15 @@ def start_job(
     replica_env: Mapping[str, str] | None = None,
     fetch_object: FetchObject | None = None,
     spawner: Spawner | None = None,
+    health_logs: bool = False,
 ) -> LocalJob:
     """Start `spec` as a local job and return at once. While it is PENDING its packages are fetched and
     installed and its ports reserved; a spec that cannot run locally makes it FAILED with the reason.
     `serve_metadata` gives the replicas a metadata server of the job's service account; `replica_env`
     (e.g. the emulator's STORAGE_EMULATOR_HOST) is added to every replica's environment. Container pools
     run isolated (`isolated_container`); `fetch_object(gs_uri, dest)` copies the objects their command
-    names under `/gcs/` into the job's Cloud Storage folder first."""
+    names under `/gcs/` into the job's Cloud Storage folder first. `health_logs`: the ranks watch as on
+    Vertex (the emulator's: `LocalJob`)."""
     requests: list[LocalRequest] = []
     services = JobServices(env=dict(replica_env or {}))
 
@@ -199,4 +203,5 @@ def start_job(
         timeout_s=timeout_s,
         base_env=replica_base_env(serve_metadata),
         spawner=spawner,
+        health_logs=health_logs,
     ).start()

@@ -247,8 +247,12 @@ class LocalJob:
         timeout_s: float | None = None,
         base_env: dict[str, str] | None = None,
         spawner: Spawner | None = None,
+        health_logs: bool = False,
     ) -> None:
         self._plan_source = plan
+        # The emulator's: its ranks watch as on Vertex (heartbeat lines in the log, each rank's own hang
+        # decision) beside the run folder's files, and the monitor takes up their verdict.
+        self._health_logs = health_logs
         self._spawner: Spawner = spawner or popen_spawner
         self.plan: LaunchPlan | None = plan if isinstance(plan, LaunchPlan) else None
         self._on_event = on_event
@@ -476,7 +480,9 @@ class LocalJob:
             if replica.stop_argv:
                 self._watchdog.add_stop_command(replica.stop_argv)
         config = HealthConfig.from_env(plan.replicas[0].env) if plan.replicas else HealthConfig()
-        self._health = HealthMonitor(self, plan.run_dir / HEALTH_DIR, config).start()
+        self._health = HealthMonitor(
+            self, plan.run_dir / HEALTH_DIR, config, ranks_decide=self._health_logs
+        ).start()
         attempt = 0
         # restartJobOnWorkerRestart restarts the job on any failure; else a replica's restarts spent retry it.
         whole_job = plan.max_restarts > 0
@@ -514,6 +520,8 @@ class LocalJob:
         env = {**launch.env, TOKEN_VARIABLE: self._watchdog.token}
         if self._health is not None:  # each worker's watcher writes its heartbeats there
             env[health_watcher.DIR_VARIABLE] = str(self._health.health_dir)
+            if self._health_logs:
+                env[health_watcher.LOGS_VARIABLE] = "1"
         faults = [f for f in self.rank_faults if f.get("replica") == launch.name]
         if faults:
             env[health_watcher.FAULTS_VARIABLE] = json.dumps(faults)
@@ -612,6 +620,10 @@ class LocalJob:
             run = running[name]
             self._record_exit(run)
             if run.failed:
+                if self._health is not None and self._health.take_up_verdict():
+                    # its ranks called the job hung (exit HUNG_EXIT): it fails with their verdict, no restart
+                    outcome = _Outcome(JobState.FAILED, self._imposed)
+                    break
                 first = run if run.stopped_by_platform else self._first_failure(running, events)
                 outcome = self._after_failure(plan, attempt, first, running, events, restarts)
                 if outcome is not None:

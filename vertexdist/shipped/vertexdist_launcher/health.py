@@ -19,6 +19,9 @@
   runs, a rank that made no progress for `hang_timeout` decides so itself; it waits for its replica's
   other local ranks' dumps (marker files in `DUMPS_VARIABLE`'s folder, which the torchrun launcher makes per
   replica) and, while other replicas' ranks may still be deciding, for `remote_grace_s`.
+- The emulator watches as Vertex does (`LOGS_VARIABLE`): heartbeat lines in the log and each rank's own hang
+  decision, beside the run folder's files (where its ranks wait for every rank's dump, as locally); its
+  monitor decides nothing, it takes up the first rank's verdict.
 - A fault plan's `hang` and `slow` faults (`VERTEXDIST_HEALTH_FAULTS`) act from the same step hook, so they
   reach an unchanged script. So does the aim of a `preempt` or `maintenance` fault with `after_step`: at that
   step the rank writes its heartbeat and `reached-<replica>` in the health folder, and waits there for the
@@ -57,6 +60,9 @@ FAULTS_VARIABLE = "VERTEXDIST_HEALTH_FAULTS"  # [{"kind": "hang" | "slow", "loca
 # the process's environment as it starts, so the script, and what it runs, is not handed it.
 MARK_VARIABLE = "VERTEXDIST_HEALTH_MARK"
 ROLE_VARIABLE = "VERTEXDIST_HEALTH_ROLE"  # a watched process that is no training rank: "ray driver"
+# "1": watch as on Vertex (heartbeat lines in the log, each rank's own hang decision) beside the run folder's
+# files, which stay for what only the platform does (the emulator's: step-aimed faults, shell, live stacks).
+LOGS_VARIABLE = "VERTEXDIST_HEALTH_LOGS"
 DUMPS_VARIABLE = "VERTEXDIST_DUMPS_DIR"  # Vertex: a folder the replica's local ranks share for dump markers
 HUNG_EXIT = 124  # a rank stopped because the job hung (as timeout(1) exits); the reason HUNG
 DEFAULT_HANG_TIMEOUT_S = 1800.0
@@ -404,6 +410,7 @@ class Watcher:
         self.dumps_dir = env.get(DUMPS_VARIABLE) or None
         self.replica = _replica(env)
         self.dir = env.get(DIR_VARIABLE) or None
+        self.logs = self.dir is None or env.get(LOGS_VARIABLE) == "1"  # as on Vertex (LOGS_VARIABLE)
         self.mark = env.get(MARK_VARIABLE, "")
         config: dict[str, Any] = {}
         with contextlib.suppress(Exception):
@@ -575,10 +582,13 @@ class Watcher:
             handle.write(text)
         os.replace(temp, path)
 
-    def write_beat(self) -> None:
+    def write_beat(self, line: bool = True) -> None:
+        """The heartbeat: the run folder's file; on Vertex one structured line in the replica's log, once the
+        rank steps. Where both are written (`logs` with a folder), `line` False leaves the line to its own
+        pace (`LOG_EVERY_S`, not the file's)."""
         if self.dir is not None:
             self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(self.beat()))
-        elif self.steps:  # Vertex: one structured line in the replica's log, once the rank steps
+        if self.logs and self.steps and (line or self.dir is None):
             print(log_line(self.beat(), self.mark), flush=True)
 
     def _requests(self) -> None:
@@ -628,7 +638,7 @@ class Watcher:
                 self.write_file(os.path.join(STACKS_DIR, f"rank-{self.rank}.txt"), text)
                 self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(self.beat()))
                 self.write_file(os.path.join(STACKS_DIR, dumped_marker(self.rank)), verdict)
-            else:  # Vertex: the last heartbeat is a log line too
+            if self.logs:  # Vertex: the last heartbeat is a log line too
                 print(log_line(self.beat(), self.mark), flush=True)
         if self.dumps_dir is not None:
             with contextlib.suppress(OSError):
@@ -676,7 +686,7 @@ class Watcher:
             )
 
     def run(self) -> None:
-        next_beat = 0.0
+        next_beat = next_line = 0.0
         every = FILE_EVERY_S if self.dir is not None else LOG_EVERY_S
         first_written = False
         while True:
@@ -687,13 +697,17 @@ class Watcher:
                 self.sample()
                 if self.dir is not None:
                     self._requests()
-                else:
+                if self.logs:
                     self._own_hang()
                 now = time.monotonic()
-                if now >= next_beat or (self.steps and not first_written):  # the first step: at once
+                first = bool(self.steps) and not first_written  # the first step: at once
+                if now >= next_beat or first:
                     first_written = first_written or self.steps > 0
-                    self.write_beat()
+                    self.write_beat(line=False)
                     next_beat = now + every
+                if self.logs and self.dir is not None and self.steps and (now >= next_line or first):
+                    print(log_line(self.beat(), self.mark), flush=True)  # the file's beside: its own pace
+                    next_line = now + LOG_EVERY_S
             except Exception:  # the watcher never hurts the training
                 time.sleep(1.0)
 
