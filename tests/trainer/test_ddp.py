@@ -6,6 +6,7 @@ its uninterrupted run ends, and both where one process over the same global batc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -42,8 +43,25 @@ ARGS = [
 ]
 
 
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread here: a thread per core (the default) spins against the jobs' processes on a busy
+    machine, 26-40 s for the reference below at load average 11 instead of 1-2 s (tests/conftest.py)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def reference_weights(world_size: int) -> dict[str, torch.Tensor]:
     """One process, the same global batches: contiguous blocks of W*B of each epoch's order, mean BCE."""
+    with one_torch_thread():
+        return _reference_weights(world_size)
+
+
+def _reference_weights(world_size: int) -> dict[str, torch.Tensor]:
     dataset = synthetic_dataset(SAMPLES, SEED)
     model = build_model(dataset.features.shape[1], HIDDEN, SEED)
     model.set_scaling(*feature_scaling(dataset))
