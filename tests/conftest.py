@@ -3,6 +3,7 @@ beside a small build context (used by the image-building tests and the local bac
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -64,6 +65,21 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         how = "blocked" if blocked else "ignored"
         item.warn(pytest.PytestWarning(f"{item.nodeid} left SIGINT {how} in the suite's process (undone)"))
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch in the suite's own process on one thread, for a reference model trained here: its default, a
+    thread per core, has the threads spin against the jobs' processes on 2 shared cores (test_ddp's
+    reference model, 64 steps of a small MLP: 26-40 s on 2 threads at load average 11, 1-2 s on one)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def write_tree(root: Path, files: Mapping[str, str | bytes]) -> Path:
@@ -300,13 +316,14 @@ class StrategyChecks(ExampleChecks):
         model = torch.nn.Sequential(*blocks)
         optimizer = torch.optim.SGD(model.parameters(), lr=lr)
         losses = []
-        for step in range(steps):
-            x, y = example.make_batch(step, batch, width, seed)
-            optimizer.zero_grad()
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss.detach()))
+        with one_torch_thread():
+            for step in range(steps):
+                x, y = example.make_batch(step, batch, width, seed)
+                optimizer.zero_grad()
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
+                loss.backward()
+                optimizer.step()
+                losses.append(float(loss.detach()))
         assert abs(float(stages[3].group(6)) - losses[-1]) < 1e-5
         assert [abs(a - b) < 1e-5 for a, b in zip(cls.step_losses(logs), losses, strict=True)] == [
             True
@@ -341,13 +358,14 @@ class StrategyChecks(ExampleChecks):
         model = example.Model(16, 64, 2)
         optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
         expected = []
-        for step in range(4):
-            x, y = example.make_batch(step, 32, 16, 0)
-            optimizer.zero_grad()
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
-            loss.backward()
-            optimizer.step()
-            expected.append(float(loss.detach()))
+        with one_torch_thread():
+            for step in range(4):
+                x, y = example.make_batch(step, 32, 16, 0)
+                optimizer.zero_grad()
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
+                loss.backward()
+                optimizer.step()
+                expected.append(float(loss.detach()))
         got = cls.step_losses(logs)
         assert len(got) == 4 and all(abs(a - b) < 1e-4 for a, b in zip(got, expected, strict=True)), (
             got,

@@ -1,6 +1,9 @@
 """The strategy examples through `submit --emulator`: the real SDK path to a local Vertex, whose jobs run on
 the local backend with the same shipped launcher, 2 replicas x 2 processes each. Where tests/local runs a
-schedule or a ZeRO stage, these run the other one (ZeRO-2, GPipe), so each is run once in the suite."""
+schedule or a ZeRO stage, these run the other one (ZeRO-2, GPipe), so each is run once in the suite. The
+tensor-parallel and Horovod-to-DDP examples run once too, through local-run (tests/local): their templates
+are the pipeline's (a script, torchrun, 2 x 2), whose way through the emulator is the GPipe job here, and
+their checks (every rank's result) read the same logs on either path."""
 
 from __future__ import annotations
 
@@ -72,15 +75,3 @@ def test_the_pipeline_with_the_gpipe_schedule(cli: Any, tmp_path: Path, examples
     logs = submit(cli, template, tmp_path / "emulator", "pipeline-example")
     output = output_folder(tmp_path / "emulator", "pipeline-example")
     examples.check_pipeline(logs, output / "model", schedule="gpipe")
-
-
-def test_tensor_parallel_and_fsdp_on_one_mesh(cli: Any, tmp_path: Path, examples: Any) -> None:
-    template = examples.ROOT / "tensor_parallel" / "job.yaml"
-    logs = submit(cli, template, tmp_path / "emulator", "tensor-parallel-example")
-    examples.check_tensor_parallel(logs)
-
-
-def test_the_horovod_script_moved_to_ddp(cli: Any, tmp_path: Path, examples: Any) -> None:
-    data = tmp_path / "emulator"
-    logs = submit(cli, examples.ROOT / "horovod_to_ddp" / "job.yaml", data, "horovod-to-ddp-example")
-    examples.check_horovod_to_ddp(logs, data / "gcs")
