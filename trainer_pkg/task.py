@@ -14,6 +14,7 @@ from trainer_pkg.config import TrainConfig, local_path, parse_config
 from trainer_pkg.csvdata import check_header
 from trainer_pkg.errors import TrainerError
 from trainer_pkg.launch import ReplicaLauncher, start_method_from_env
+from trainer_pkg.process_exit import exit_now
 
 
 def resolve_device(requested: str, nproc: int) -> str:
@@ -61,4 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # As the workers do: once the node's work is done (workers reaped, their temporary folder removed), no
+    # interpreter shutdown. The launcher imported torch to fork its workers, and tearing torch's modules down
+    # took 5-14 s per replica on a loaded machine, after the job had finished (docs/speed.md, bench_docker).
+    exit_now(main())

@@ -211,8 +211,25 @@ def test_docker_plan_refuses_python_package_pools() -> None:
 # ----- the runner's stop commands (real processes) ------------------------------------------------------
 
 
-def _marker_launch(tmp_path: Path, name: str, argv: tuple[str, ...], pool: int) -> ReplicaLaunch:
+# A stop command that marks its replica stopped, then waits (bounded) for its partner's mark: both marks
+# end in "y" only when the commands ran at the same time.
+STOP_BESIDE = """
+import os, sys, time
+open(sys.argv[1], "a").write("x")
+deadline = time.monotonic() + 20
+while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+open(sys.argv[1], "a").write("y" if os.path.exists(sys.argv[2]) else "")
+"""
+
+
+def _marker_launch(
+    tmp_path: Path, name: str, argv: tuple[str, ...], pool: int, partner: str | None = None
+) -> ReplicaLaunch:
     marker = tmp_path / f"stopped-{name}"
+    stop = (sys.executable, "-c", f"open({str(marker)!r}, 'a').write('x')")
+    if partner is not None:
+        stop = (sys.executable, "-c", STOP_BESIDE, str(marker), str(tmp_path / f"stopped-{partner}"))
     return ReplicaLaunch(
         name=name,
         pool=pool,
@@ -223,18 +240,19 @@ def _marker_launch(tmp_path: Path, name: str, argv: tuple[str, ...], pool: int) 
         cwd=tmp_path / "replicas" / name,
         log_path=tmp_path / "logs" / f"{name}.log",
         address=f"{name}:2222",
-        stop_argv=(sys.executable, "-c", f"open({str(marker)!r}, 'a').write('x')"),
+        stop_argv=stop,
     )
 
 
-def test_runner_runs_every_stop_command_when_a_job_is_cancelled(tmp_path: Path) -> None:
+def test_runner_runs_every_stop_command_at_once_when_a_job_is_cancelled(tmp_path: Path) -> None:
+    """Each `docker rm -f` waits for the daemon; the replicas' commands run side by side, not in turn."""
     sleeper = (sys.executable, "-c", "import time; time.sleep(60)")
     plan = LaunchPlan(
         job_id="j",
         run_dir=tmp_path,
         replicas=(
-            _marker_launch(tmp_path, "workerpool0-0", sleeper, 0),
-            _marker_launch(tmp_path, "workerpool1-0", sleeper, 1),
+            _marker_launch(tmp_path, "workerpool0-0", sleeper, 0, partner="workerpool1-0"),
+            _marker_launch(tmp_path, "workerpool1-0", sleeper, 1, partner="workerpool0-0"),
         ),
         timeout_s=None,
         max_restarts=0,
@@ -244,10 +262,10 @@ def test_runner_runs_every_stop_command_when_a_job_is_cancelled(tmp_path: Path) 
     while job.state is not JobState.RUNNING and time.monotonic() < deadline:
         time.sleep(0.05)
     job.cancel()
-    result = job.wait(30)
+    result = job.wait(60)
     assert result is not None and result.state is JobState.CANCELLED
     for name in ("workerpool0-0", "workerpool1-0"):
-        assert (tmp_path / f"stopped-{name}").read_text() == "x"
+        assert (tmp_path / f"stopped-{name}").read_text() == "xy"
 
 
 def test_runner_runs_stop_commands_after_a_job_succeeds(tmp_path: Path) -> None:

@@ -30,7 +30,11 @@ PYTHON_LINE = "3.11"  # Debian bookworm's python3
 TORCH_VERSION = "2.13.0"  # the torch line vertexdist develops and tests with (CPU build)
 DEBIAN_SUITE = "bookworm"
 OS_IMAGE = f"vertexdist-standin/debian-python:{DEBIAN_SUITE}"
-STANDIN_IMAGE = f"vertexdist-standin/pytorch-cpu:py{PYTHON_LINE.replace('.', '')}-torch{TORCH_VERSION}"
+# The last part is the stand-in's own revision: a change to STANDIN_DOCKERFILE bumps it, so every daemon
+# makes the new one instead of keeping the old under the same tag.
+STANDIN_REVISION = 2
+_PY_TAG = "py" + PYTHON_LINE.replace(".", "")
+STANDIN_IMAGE = f"vertexdist-standin/pytorch-cpu:{_PY_TAG}-torch{TORCH_VERSION}-r{STANDIN_REVISION}"
 STANDIN_LABEL = "vertexdist.base-standin"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -50,7 +54,9 @@ ENV VIRTUAL_ENV=/opt/venv \\
     REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt \\
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \\
     PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN python3 -m venv /opt/venv \\
+# The system site too, as the conda or system Python of Vertex's images: `pip install --user` (which the SDK's
+# `from_local_script` runs in a custom image) is refused by a virtual environment that hides it.
+RUN python3 -m venv --system-site-packages /opt/venv \\
     && pip install --no-cache-dir {{torch_source}} "torch=={TORCH_VERSION}" numpy \\
     && rm -rf /tmp/wheels
 LABEL {STANDIN_LABEL}="{STANDIN_IMAGE}"

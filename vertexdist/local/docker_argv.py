@@ -21,6 +21,7 @@ def docker_run_argv(
     args: Sequence[str] = (),
     gpus: str | None = None,
     mounts: Sequence[tuple[str, str]] = (),
+    read_only: Sequence[str] = (),
     docker: str = "docker",
     init: bool = False,
     env_from_client: bool = False,
@@ -33,6 +34,7 @@ def docker_run_argv(
     that is PID 1 ignores signals it has no handler for). `env_from_client` passes `--env KEY` without
     the value, so docker copies it from the client's own environment and no secret shows in `ps`.
     `user` (`UID:GID`) runs the process as that user, so files it writes into mounts stay the caller's.
+    `read_only` folders of this host are mounted read-only at the same paths.
     """
     argv = [docker, "run", "--rm", "--name", name, "--network", network, "--hostname", hostname]
     argv += ["--network-alias", hostname]
@@ -44,6 +46,8 @@ def docker_run_argv(
         argv += ["--env", key if env_from_client else f"{key}={env[key]}"]
     for host_path, container_path in mounts:
         argv += ["--volume", f"{host_path}:{container_path}"]
+    for folder in read_only:
+        argv += ["--volume", f"{folder}:{folder}:ro"]
     if gpus:
         argv += ["--gpus", gpus]
     tail = list(args)

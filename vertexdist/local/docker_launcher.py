@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -80,10 +80,13 @@ def docker_job_plan(
     max_restarts: int = DEFAULT_MAX_RESTARTS,
     docker: str = "docker",
     run_as: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    read_only: Sequence[str] = (),
 ) -> DockerJobPlan:
     """One `docker run` per replica (pure): Vertex's addresses by host name, the gcs root mounted, each
     replica's share of the host GPUs given with `--gpus` (inside, the container numbers them from 0);
-    `run_as` (`UID:GID`, see `caller_user`) is the user the replicas run as."""
+    `run_as` (`UID:GID`, see `caller_user`) is the user the replicas run as; `extra_env` goes to every
+    replica beneath the job's own variables, and `read_only` host folders are mounted at the same paths."""
     for pool in job.pools:
         if pool.kind == "python_package":
             raise VertexdistError(
@@ -104,7 +107,7 @@ def docker_job_plan(
     )
     launches = []
     for launch, slot in zip(inside.replicas, replica_slots(job), strict=True):
-        env = dict(launch.env)
+        env = {**(extra_env or {}), **launch.env}
         devices = env.pop("CUDA_VISIBLE_DEVICES", None)
         env["PYTHONUNBUFFERED"] = "1"
         command: tuple[str, ...]
@@ -125,6 +128,7 @@ def docker_job_plan(
             gpus=docker_gpus_value(devices) if devices else None,
             # Where VERTEXDIST_GCS_ROOT points, and where Vertex's Cloud Storage FUSE is: /gcs/BUCKET/...
             mounts=[(ctx.gcs_root, CONTAINER_GCS_ROOT), (ctx.gcs_root, GCS_MOUNT)],
+            read_only=read_only,
             docker=docker,
             init=True,
             env_from_client=True,

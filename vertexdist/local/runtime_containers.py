@@ -3,7 +3,8 @@
 The same containers as `local-run --docker` (`docker_launcher.docker_job_plan`: a network per job, replicas
 by host name), with each pool's own image pulled unless present instead of built, and the job's Cloud
 Storage folder mounted at `/gcs` as well, where Vertex mounts every bucket. An image without a command runs
-its ENTRYPOINT, as on Vertex. Without a runtime, or with an image this machine cannot get, the pools run on
+its ENTRYPOINT, as on Vertex. The emulator's pip settings go in too (`container_pip`), as host-mode jobs
+inherit them. Without a runtime, or with an image this machine cannot get, the pools run on
 this host as before (`isolated_container`); `container_mode` is the line the emulator starts with.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from vertexdist.container.docker import docker_daemon_answers, docker_image_exists_locally
 from vertexdist.errors import VertexdistError
+from vertexdist.local.container_pip import ContainerPip, container_pip
 from vertexdist.local.docker_launcher import DockerJobPlan, docker_job_plan
 from vertexdist.local.environment import JobContext
 from vertexdist.local.plan import DEFAULT_MAX_RESTARTS
@@ -84,9 +86,15 @@ def container_mode() -> str:
 
 
 def runtime_job_plan(
-    job: JobSpec, ctx: JobContext, run_dir: Path, runtime: str, max_restarts: int = DEFAULT_MAX_RESTARTS
+    job: JobSpec,
+    ctx: JobContext,
+    run_dir: Path,
+    runtime: str,
+    max_restarts: int = DEFAULT_MAX_RESTARTS,
+    pip: ContainerPip | None = None,
 ) -> DockerJobPlan:
-    """`docker_job_plan` of the pools' own images, `/gcs` mounted as there (pure).
+    """`docker_job_plan` of the pools' own images, `/gcs` mounted as there (pure); `pip` is this machine's
+    pip settings (`container_pip`), which host-mode jobs inherit.
 
     A root caller runs them as root, since the mounted storage folder is private to its owner and an image's
     own user (the repository's Dockerfile has uid 10001) could not write outputs into it; any other caller
@@ -100,6 +108,8 @@ def runtime_job_plan(
         max_restarts=max_restarts,
         docker=runtime,
         run_as="0:0" if os.geteuid() == 0 else None,
+        extra_env=pip.env if pip else None,
+        read_only=pip.folders if pip else (),
     )
 
 
@@ -137,7 +147,7 @@ def runtime_request(
     job: JobSpec, ctx: JobContext, run_dir: Path, runtime: str, max_restarts: int
 ) -> LocalRequest:
     """The LocalRequest that runs `job`'s pools as containers of their own images."""
-    plan = runtime_job_plan(job, ctx, run_dir, runtime, max_restarts)
+    plan = runtime_job_plan(job, ctx, run_dir, runtime, max_restarts, pip=container_pip(os.environ))
     images = job_images(job)
     setup = PulledImages(plan, images, Path(ctx.gcs_root), runtime)
     return LocalRequest(job, ctx, plan.launch, docker=setup)
