@@ -37,6 +37,7 @@ from vertexdist.backends.base import SEVERITIES, TERMINAL_STATES, LogQuery, Stat
 from vertexdist.console.jobs import KINDS, Console, JobRow, NotFound, Unavailable
 from vertexdist.console.notes import service_notes, silence_notice
 from vertexdist.console.refs import JobRef, parse_ref
+from vertexdist.console.registry import Registry
 from vertexdist.console.serve import is_loopback
 
 HERE = Path(__file__).parent
@@ -215,8 +216,10 @@ def build_app(
     token: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     poll_s: float = 1.0,
+    registry: Registry | None = None,
 ) -> Starlette:
-    """The console's ASGI app over `console`. `poll_s`: how often a live view asks the backend again."""
+    """The console's ASGI app over `console`. `poll_s`: how often a live view asks the backend again;
+    `registry`: the Models and experiment pages' data (default: over the console's own target)."""
     env = _environment()
 
     def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -413,15 +416,15 @@ def build_app(
     if token:
         middleware.append(Middleware(TokenGate, token=token))
     # --- the Models and experiment pages (console.registry_pages) ---------------------------------
-    from vertexdist.console.registry import Registry
     from vertexdist.console.registry_pages import registry_routes
 
-    registry = Registry.over(
-        console.remote.target if console.remote is not None else None,
-        console.runs_dir,
-        console.problem,
-        emulator_dir=console.emulator_dir,
-    )
+    if registry is None:
+        registry = Registry.over(
+            console.remote.target if console.remote is not None else None,
+            console.runs_dir,
+            console.problem,
+            emulator_dir=console.emulator_dir,
+        )
     # --- end of the Models and experiment pages ----------------------------------------------------
     return Starlette(
         routes=[
