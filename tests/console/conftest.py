@@ -107,12 +107,10 @@ def serving(app: Any) -> Iterator[str]:
     """`app` served by uvicorn on a loopback port in a thread; its base URL."""
     import uvicorn
 
-    from vertexdist.console.serve import bind
+    from vertexdist.console.serve import bind, server_config
 
     sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-    )
+    server = uvicorn.Server(server_config(app))  # as `vertexdist ui` serves it: the guarded protocol
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -62,3 +62,36 @@ def test_an_unknown_experiment_is_one_error_line(cli: Any, emu: Any) -> None:
     assert code == 1 and not out
     assert "error: reading experiment no-such-experiment: not found in projects/test-proj" in err
     assert "Traceback" not in err
+
+
+def test_a_run_whose_display_name_is_no_resource_id_still_lists(aiplatform: Any, cli: Any, emu: Any) -> None:
+    # Another client named a run "My run #2": the SDK's get_experiment_df, which looks up each run's
+    # TensorBoard run by its display name, fails (issue 41); its params and metrics still read.
+    import urllib.request
+
+    aiplatform.init(experiment="exp-odd-name")
+    aiplatform.start_run("run-1")
+    aiplatform.log_params({"lr": 0.1})
+    aiplatform.end_run()
+    store = f"{emu.vertex_endpoint}/v1/projects/test-proj/locations/us-central1/metadataStores/default"
+    body = {
+        "displayName": "My run #2",
+        "schemaTitle": "system.ExperimentRun",
+        "schemaVersion": "0.0.1",
+        "metadata": {"made_by": "another client"},
+    }
+    for url, data in (
+        (f"{store}/contexts?contextId=exp-odd-name-run-2", body),
+        (
+            f"{store}/contexts/exp-odd-name:addContextChildren",
+            {"childContexts": [store.split("/v1/", 1)[1] + "/contexts/exp-odd-name-run-2"]},
+        ),
+    ):
+        sent = urllib.request.Request(
+            url, json.dumps(data).encode(), {"Content-Type": "application/json"}, method="POST"
+        )
+        urllib.request.urlopen(sent).close()
+    code, out, err = cli("experiments", "runs", "exp-odd-name", "--project", "test-proj", "--json")
+    assert code == 0, err
+    runs = {run["run_name"]: run for run in json.loads(out)["runs"]}
+    assert set(runs) == {"run-1", "My run #2"} and runs["run-1"]["params"] == {"lr": 0.1}

@@ -254,6 +254,47 @@ def test_tensorboard_points_are_appended_not_rewritten_and_survive_a_restart(tmp
     assert moved.points.count(old) == 2 and "_points" not in json.loads(moved._path(old).read_text())
 
 
+def test_metadata_events_are_appended_not_rewritten_and_survive_a_restart(tmp_path: Any) -> None:
+    """Issue 41: each `addExecutionEvents` rewrote the execution's file with every event it had. Now the
+    events go to the execution's own append-only file; its resource is untouched; a delete takes them."""
+    from vertexdist.emulator.vertex.experiment_store import ExperimentStore, Resources
+    from vertexdist.emulator.vertex.metadata import MetadataApi
+
+    store = ExperimentStore(tmp_path)
+    api = MetadataApi(store)
+    parent = "projects/p/locations/l/metadataStores/default"
+    execution, artifact = f"{parent}/executions/x", f"{parent}/artifacts/a"
+    store.insert({"name": f"{parent}"})
+    store.insert({"name": execution, "schemaTitle": "system.Run"})
+    store.insert({"name": artifact, "schemaTitle": "system.Model"})
+    before = store._path(execution).read_bytes()
+    events = store.events._path(execution)
+    segments = execution.split("/")
+    sizes = []
+    for _ in range(3):
+        body = {"events": [{"artifact": artifact, "type": "OUTPUT"}] * 10}
+        assert api.answer("POST", "v1", segments, "addExecutionEvents", {}, lambda b=body: b) == {}
+        sizes.append(events.stat().st_size)
+    assert (
+        sizes[1] - sizes[0] == sizes[0] and sizes[2] - sizes[1] == sizes[0]
+    )  # each append adds its own size
+    assert store._path(execution).read_bytes() == before
+    again = MetadataApi(ExperimentStore(tmp_path))
+    linked = again.answer("GET", "v1", segments, "queryExecutionInputsAndOutputs", {}, dict)
+    assert linked is not None and len(linked["events"]) == 30
+    assert {a["name"] for a in linked["artifacts"]} == {artifact}
+    # A store written before the events were kept apart: they move into their own file on load.
+    old = f"{parent}/executions/old"
+    store.insert({"name": old, "schemaTitle": "system.Run"})
+    resource = json.loads(store._path(old).read_text())
+    legacy = [{"artifact": artifact, "execution": old, "type": "INPUT"}]
+    store._path(old).write_text(json.dumps({**resource, "_events": legacy}))
+    moved = ExperimentStore(tmp_path)
+    assert moved.events.all(old) == legacy and "_events" not in json.loads(moved._path(old).read_text())
+    Resources(moved, {}).delete(old, "v1")
+    assert not moved.events._path(old).exists()
+
+
 def test_tensorboard_reads_are_bounded_and_exports_paged(emu: Emulator, aiplatform: Any) -> None:
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import aiplatform_v1

@@ -12,6 +12,7 @@ another user of the host gets 403 (`peer_uid`; docs/security.md).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import json
 import math
@@ -32,9 +33,11 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from vertexdist import peer_uid, request_guard
-from vertexdist.backends.base import SEVERITIES, TERMINAL_STATES, LogQuery
+from vertexdist.backends.base import SEVERITIES, TERMINAL_STATES, LogQuery, StateChange
 from vertexdist.console.jobs import KINDS, Console, JobRow, NotFound, Unavailable
+from vertexdist.console.notes import service_notes, silence_notice
 from vertexdist.console.refs import JobRef, parse_ref
+from vertexdist.console.registry import Registry
 from vertexdist.console.serve import is_loopback
 
 HERE = Path(__file__).parent
@@ -213,8 +216,10 @@ def build_app(
     token: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     poll_s: float = 1.0,
+    registry: Registry | None = None,
 ) -> Starlette:
-    """The console's ASGI app over `console`. `poll_s`: how often a live view asks the backend again."""
+    """The console's ASGI app over `console`. `poll_s`: how often a live view asks the backend again;
+    `registry`: the Models and experiment pages' data (default: over the console's own target)."""
     env = _environment()
 
     def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -276,7 +281,10 @@ def build_app(
         status = await run_in_threadpool(console.status, ref)
         replicas = await run_in_threadpool(console.replicas, ref)
         row = await run_in_threadpool(console.header, ref, status)
-        return JSONResponse({**_status_data(status.state, status.error, replicas), "facts": _facts(row)})
+        facts = _facts(row)
+        if ref.source == "local":  # a remote job's silence line comes with its logs (the log stream's)
+            facts["silence"] = silence_text(await run_in_threadpool(console.silence, ref))
+        return JSONResponse({**_status_data(status.state, status.error, replicas), "facts": facts})
 
     async def metrics_json(request: Request) -> Response:
         ref = _ref(request)
@@ -313,6 +321,7 @@ def build_app(
             cursor: object | None = None
             last_status: dict[str, Any] | None = None
             last_facts: dict[str, str] | None = None
+            heard: StateChange | None = None  # a remote job's latest silence line, from its `service` lines
             while True:
                 try:
                     page = await run_in_threadpool(console.logs, ref, cursor, query)
@@ -328,15 +337,20 @@ def build_app(
                     ]
                     if lines:
                         yield _sse("lines", lines)
+                    told = silence_notice(service_notes(page.chunks), "RUNNING")
+                    if told is not None:
+                        heard = dataclasses.replace(told, message=mask_text(told.message, secrets))
                     if page.more:
                         continue
                 try:
                     found = await run_in_threadpool(console.status, ref)
                     replicas = await run_in_threadpool(console.replicas, ref)
                     facts = _facts(await run_in_threadpool(console.header, ref, found))
+                    silent = await run_in_threadpool(console.silence, ref) if ref.source == "local" else heard
                 except (NotFound, Unavailable) as exc:
                     yield _sse("problem", {"message": exc.message})
                     return
+                facts["silence"] = silence_text(silent) if found.state not in TERMINAL_STATES else ""
                 data = _status_data(found.state, found.error, replicas)
                 if data != last_status or facts != last_facts:
                     # The header's times, duration and cost change while it runs; the timeline with the state.
@@ -361,7 +375,7 @@ def build_app(
                         yield _sse("lines", lines)
                     if not page.more:
                         # Its end time may be recorded a moment after its state: the header's last word.
-                        facts = _facts(await run_in_threadpool(console.header, ref))
+                        facts = {**_facts(await run_in_threadpool(console.header, ref)), "silence": ""}
                         if facts != last_facts:
                             yield _sse("status", {**data, "facts": facts})
                         yield _sse("end", {"state": found.state})
@@ -402,15 +416,15 @@ def build_app(
     if token:
         middleware.append(Middleware(TokenGate, token=token))
     # --- the Models and experiment pages (console.registry_pages) ---------------------------------
-    from vertexdist.console.registry import Registry
     from vertexdist.console.registry_pages import registry_routes
 
-    registry = Registry.over(
-        console.remote.target if console.remote is not None else None,
-        console.runs_dir,
-        console.problem,
-        emulator_dir=console.emulator_dir,
-    )
+    if registry is None:
+        registry = Registry.over(
+            console.remote.target if console.remote is not None else None,
+            console.runs_dir,
+            console.problem,
+            emulator_dir=console.emulator_dir,
+        )
     # --- end of the Models and experiment pages ----------------------------------------------------
     return Starlette(
         routes=[
@@ -455,6 +469,11 @@ def _facts(row: JobRow) -> dict[str, str]:
         "duration": duration(row.duration_s),
         "cost": money(row.cost),
     }
+
+
+def silence_text(step: StateChange | None) -> str:
+    """The page's line for a silent job (job.html's `job-silence`): when, and what the line said."""
+    return f"{stamp(step.time)}: {step.message}" if step is not None else ""
 
 
 def _step_json(step: Any) -> dict[str, Any]:

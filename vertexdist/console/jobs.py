@@ -37,6 +37,7 @@ from vertexdist.backends.local.logs import masked
 from vertexdist.console.attempts import Attempt
 from vertexdist.console.managed import attempt_windows, is_local_attempt
 from vertexdist.console.metrics import ScalarReaders, Series, Window, trial_series
+from vertexdist.console.notes import SERVICE_TASK, merge_notes, service_notes, silence_notice
 from vertexdist.console.refs import JobRef, vertex_ref
 from vertexdist.errors import VertexdistError
 from vertexdist.managed.attempts import MANAGED_LABEL
@@ -124,6 +125,7 @@ class JobPage:
     parent: JobRef | None = None  # a trial's tuning run
     links: list[str] = field(default_factory=list)
     goodput: list[dict[str, Any]] | None = None  # the ledger's stacked bar: `goodput_bar`
+    silence: StateChange | None = None  # a running job's latest silence line (`console.notes`)
 
 
 def _seconds(stamp: str | None) -> float | None:
@@ -466,7 +468,27 @@ class Console:
         if ref.source == "local":
             backend, name = self._local_job(ref)
             return self._call(lambda: backend.timeline(name))
-        return self._call(lambda: self._remote().timeline(self._remote_name(ref)))
+        return self._remote_timeline(ref)
+
+    def _remote_timeline(self, ref: JobRef) -> list[StateChange]:
+        """A Vertex or emulator job's state changes, with its own log lines (task `service`) among them."""
+        name = self._remote_name(ref)
+        steps = self._call(lambda: self._remote().timeline(name))
+        try:
+            page = self._remote().logs(name, None, LogQuery(replica=SERVICE_TASK))
+        except VertexdistError:
+            return steps  # the logs cannot be read now: the state changes still show
+        secrets = self._secrets(ref)
+        return merge_notes(steps, service_notes(masked(page, secrets).chunks))
+
+    def silence(self, ref: JobRef) -> StateChange | None:
+        """A local run's latest silence line while it runs (read from its events; a remote job's come
+        with its logs, task `service`)."""
+        if ref.source != "local" or self.is_tuning(ref):
+            return None
+        backend, name = self._local_job(ref)
+        status = self._call(lambda: backend.describe(name))
+        return silence_notice(self._call(lambda: backend.timeline(name)), status.state)
 
     def _header_row(self, ref: JobRef, status: JobStatus, tuning: TuningStatus | None, now: float) -> JobRow:
         if ref.source != "local":
@@ -502,8 +524,7 @@ class Console:
             backend, name = self._local_job(ref)
             timeline = self._call(lambda: backend.timeline(name))
         else:
-            name = self._remote_name(ref)
-            timeline = self._call(lambda: self._remote().timeline(name))
+            timeline = self._remote_timeline(ref)
         attempts = None
         for source in self.attempt_sources:
             attempts = source.attempts(ref, status)
@@ -527,6 +548,7 @@ class Console:
             parent=ref.parent,
             links=[status.console_url] if status.console_url else [],
             goodput=goodput_bar(ledger) if ledger is not None and ledger.billed_s > 0 else None,
+            silence=silence_notice(timeline, status.state) if tuning is None else None,
         )
 
     def tuning(self, ref: JobRef) -> TuningStatus | None:

@@ -226,8 +226,16 @@ class Registry:
             return None
         try:
             runs = reader.runs(name)
-            for run in runs:
-                run["time_series"] = reader.time_series(name, str(run["run_name"]))
         except VertexdistError as exc:
             return {"experiment": name, "where": where, **comparison([]), "problem": self.problem_of(exc)}
-        return {"experiment": name, "where": where, **comparison(runs), "problem": None}
+        unread = []
+        for run in runs:
+            # One run's series that cannot be read (a display name that is no resource id) leaves the
+            # others' charts and every run's params and metrics.
+            try:
+                run["time_series"] = reader.time_series(name, str(run["run_name"]))
+            except VertexdistError:
+                run["time_series"] = {}
+                unread.append(str(run["run_name"]))
+        problem = f"time series not readable for run(s): {', '.join(unread)}" if unread else None
+        return {"experiment": name, "where": where, **comparison(runs), "problem": problem}

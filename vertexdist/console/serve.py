@@ -9,6 +9,7 @@ import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from vertexdist.errors import UsageError
 
@@ -72,18 +73,28 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(app: object, sock: socket.socket, *, on_ready: Callable[[], None] | None = None) -> None:
-    """Serve `app` on the bound socket until interrupted (Ctrl-C)."""
+def server_config(app: object) -> Any:
+    """uvicorn's configuration for the console: each connection checked at accept and given a deadline for
+    its request's head (`guarded_protocol`)."""
     import uvicorn
 
-    config = uvicorn.Config(
+    from vertexdist.console.guarded_protocol import GuardedH11Protocol
+
+    return uvicorn.Config(
         app,  # type: ignore[arg-type]
+        http=GuardedH11Protocol,
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=2,
         lifespan="off",
     )
-    server = uvicorn.Server(config)
+
+
+def serve(app: object, sock: socket.socket, *, on_ready: Callable[[], None] | None = None) -> None:
+    """Serve `app` on the bound socket until interrupted (Ctrl-C)."""
+    import uvicorn
+
+    server = uvicorn.Server(server_config(app))
     if on_ready is not None:
         on_ready()
     server.run(sockets=[sock])

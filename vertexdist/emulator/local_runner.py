@@ -17,6 +17,7 @@ from pathlib import Path
 
 from vertexdist.backends.base import ReplicaState
 from vertexdist.emulator.execution import LaunchRequest, RunState, RunStatus
+from vertexdist.emulator.service_log import SERVICE_TASK, ServiceLog
 from vertexdist.local import JobContext, JobState, LocalJob, start_job
 from vertexdist.local.runner import Spawner
 from vertexdist.log_files import replica_tail
@@ -32,8 +33,9 @@ _STATES: dict[JobState, RunState] = {
 
 
 class _LocalRunning:
-    def __init__(self, job: LocalJob) -> None:
+    def __init__(self, job: LocalJob, service_log: Path | None = None) -> None:
         self._job = job
+        self._service_log = service_log
 
     def poll(self) -> RunStatus:
         state = self._job.state
@@ -52,7 +54,11 @@ class _LocalRunning:
         return self._job.wait(timeout) is not None
 
     def log_files(self) -> dict[str, Path]:
-        return self._job.log_paths()
+        """The replicas' logs, and the job's own lines (`service`) once it has any."""
+        files = self._job.log_paths()
+        if self._service_log is not None and self._service_log.exists():
+            files[SERVICE_TASK] = self._service_log
+        return files
 
     def pids(self) -> list[int]:
         return sorted(r.pid for r in self._job.replicas() if r.pid is not None)
@@ -115,6 +121,8 @@ class LocalBackendRunner:
             trial_id=request.trial_id,
             hp_metric_dir=str(request.hp_metric_dir) if request.hp_metric_dir else None,
         )
+        # What the runtime says of the job from outside its replicas (a silent job's note): task `service`.
+        service_log = ServiceLog(request.run_dir)
         # Packages install in the job's own thread while it is PENDING, like a VM pulling its image.
         local = start_job(
             request.spec,
@@ -128,5 +136,6 @@ class LocalBackendRunner:
             fetch_object=self.fetch_object,
             spawner=self.spawner,
             health_logs=True,  # as on Vertex: heartbeat lines in the replicas' logs, each rank's own verdict
+            on_event=service_log,
         )
-        return _LocalRunning(local)
+        return _LocalRunning(local, service_log.path)

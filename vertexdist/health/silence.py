@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from vertexdist.health.verdict import Beat, last_progress
 
+SILENCE_HEAD = "no output and no step for "
+
 
 def quiet_since(beats: Sequence[Beat], last_output: float | None, started: float) -> float:
     """When the job last showed life: its last printed line, its last step, or its start."""
@@ -41,8 +43,13 @@ def _rank_text(beat: Beat) -> str:
 
 def silence_line(beats: Sequence[Beat], quiet_s: float) -> str:
     """The job log's line for a job quiet for `quiet_s` seconds: every rank that reported, where it is."""
-    head = f"no output and no step for {duration_text(quiet_s)}; the job goes on"
+    head = f"{SILENCE_HEAD}{duration_text(quiet_s)}; the job goes on"
     alive = sorted((b for b in beats if b.get("state") != "exited"), key=lambda b: int(b.get("rank") or 0))
     if not alive:
         return f"{head}: no rank has said where it is yet (no health watcher reported)"
     return f"{head}: " + "; ".join(_rank_text(b) for b in alive)
+
+
+def is_silence_line(text: str) -> bool:
+    """Whether a job's line (its events' message, a `service` log line) is `silence_line`'s."""
+    return text.startswith(SILENCE_HEAD)

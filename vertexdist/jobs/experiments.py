@@ -140,15 +140,25 @@ class Experiments:
             ) from exc
         except GoogleAPIError as exc:
             raise VertexdistError(f"{doing} in {self.target.parent} failed: {exc}") from exc
+        except ValueError as exc:  # the SDK's own check of a name it formed (a run's display name)
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise VertexdistError(f"{doing} in {self.target.parent} failed: {message}") from exc
 
     def names(self) -> list[str]:
         found = self._call("listing the experiments", lambda: self.aiplatform.Experiment.list())
         return sorted(str(e.name) for e in found)
 
     def runs(self, experiment: str) -> list[dict[str, Any]]:
-        frame = self._call(
-            f"reading experiment {experiment}", lambda: self.aiplatform.get_experiment_df(experiment)
-        )
+        def read() -> Any:
+            try:
+                return self.aiplatform.get_experiment_df(experiment)
+            except ValueError:
+                # The SDK could not read a run's time series: it names a run's TensorBoard run after the
+                # run's display name, which another client may have set to no resource id ("My run #2").
+                # Every run's params and metrics still read; `time_series` says which run's series do not.
+                return self.aiplatform.get_experiment_df(experiment, include_time_series=False)
+
+        frame = self._call(f"reading experiment {experiment}", read)
         return runs_of_frame(frame.to_dict("records"))
 
     def time_series(self, experiment: str, run: str) -> dict[str, list[list[float]]]:

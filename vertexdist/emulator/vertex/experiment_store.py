@@ -33,11 +33,14 @@ _NAME_FIELDS = {"name", "createTime", "updateTime"}
 class ExperimentStore(JobStore):
     """A `JobStore` whose files are named by a hash of the whole name (names nest) and never go stale
     (none of these resources is a job that a restart interrupts). A time series' points are kept apart, in
-    `points` (`series_points`): a write appends them, and no Get or list of resources copies them."""
+    `points` (`series_points`): a write appends them, and no Get or list of resources copies them; an
+    execution's events likewise, in `events`."""
 
     def __init__(self, data_dir: Path | None = None) -> None:
         folder = Path(data_dir) / "resources" / _FOLDER / "points" if data_dir else None
         self.points = SeriesPoints(folder)
+        # An execution's metadata events, by its name: appended as they come, never in its resource.
+        self.events = SeriesPoints(Path(data_dir) / "resources" / _FOLDER / "events" if data_dir else None)
         super().__init__(data_dir)
 
     def _path(self, name: str) -> Path:
@@ -57,6 +60,11 @@ class ExperimentStore(JobStore):
                 points = resource.pop("_points")
                 if isinstance(points, list) and not self.points.count(resource["name"]):
                     self.points.replace(resource["name"], [p for p in points if isinstance(p, dict)])
+                self._persist(resource)
+            if "_events" in resource:  # a store written before an execution's events were kept apart
+                events = resource.pop("_events")
+                if isinstance(events, list) and not self.events.count(resource["name"]):
+                    self.events.replace(resource["name"], [e for e in events if isinstance(e, dict)])
                 self._persist(resource)
             self._resources[resource["name"]] = resource
 
@@ -218,5 +226,7 @@ class Resources:
             self.store.delete(child)
             if "/timeSeries/" in child:
                 self.store.points.drop(child)
+            if "/executions/" in child:
+                self.store.events.drop(child)
         parent = "/".join(name.split("/")[:4])
         return finished_operation(parent, version)

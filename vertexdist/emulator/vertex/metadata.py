@@ -6,7 +6,8 @@ metadataSchemas (create, get, list with filters, patch, delete); `:addContextArt
 `:queryArtifactLineageSubgraph` and `:queryExecutionInputsAndOutputs`.
 
 Membership is kept on the members: an artifact's or execution's contexts in its private `_contexts`, a
-context's parents in its public `parentContexts`, an execution's events in its private `_events`. List
+context's parents in its public `parentContexts`, an execution's events apart from it, appended to a file of
+their own (`ExperimentStore.events`, as TensorBoard points are: an append costs what it adds). List
 filters take `in_context("CONTEXT")` besides the fields `experiment_store` reads.
 """
 
@@ -178,14 +179,14 @@ class MetadataApi:
                 raise ApiError.invalid("events[].artifact: expected an artifact's resource name")
             self.resources.need(artifact)
             added.append({**event, "execution": execution, "eventTime": now_rfc3339()})
-        self.store.update(execution, lambda r: r.setdefault("_events", []).extend(added))
+        self.store.events.append(execution, added)  # one append to its events' file, not a rewrite
         return {}
 
     def _events(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for name in self.store.names():
             if "/executions/" in name:
-                out.extend((self.store.get(name) or {}).get("_events", []))
+                out.extend(self.store.events.all(name))
         return out
 
     def _reach(self, start: str, hops: int) -> set[str]:

@@ -5,6 +5,9 @@ points in memory, each series under a lock of its own.
 A write costs what it adds (the lines appended), never a rewrite of the series, and holds only its series'
 lock: other calls (the Experiments and metadata routes, other series) go on meanwhile. Reads are bounded as
 Vertex's are: the newest `limit` points of a series, or one page of them.
+
+The metadata store keeps each execution's events the same way (`ExperimentStore.events`): an event list is a
+series of its own, appended to, never rewritten with its execution.
 """
 
 from __future__ import annotations
@@ -87,6 +90,13 @@ class SeriesPoints:
         with entry.lock:
             self._load(name, entry)
             return list(entry.points[-limit:]) if limit > 0 else []
+
+    def all(self, name: str) -> list[Point]:
+        """Every point of a series, in the order written."""
+        entry = self._entry(name)
+        with entry.lock:
+            self._load(name, entry)
+            return list(entry.points)
 
     def page(self, name: str, start: int, size: int) -> tuple[list[Point], int | None]:
         """Points `start` to `start + size` in the order written, and where the next page starts (None: the
