@@ -12,8 +12,6 @@ from kfp.dsl import Dataset, Input, Output, PipelineTaskFinalStatus
 
 from tests.pipelines.conftest import ROOT
 
-SERVICE_ACCOUNT = "runner@pipe-proj.iam.gserviceaccount.com"  # submit() then never asks Resource Manager
-
 
 @dsl.component
 def make_data(rows: int, data: Output[Dataset]) -> str:
@@ -84,7 +82,7 @@ def test_a_pipeline_runs_its_dag_with_data_loops_conditions_and_exit_handler(
     job = aip.PipelineJob(
         display_name="flow", template_path=_compile(flow, tmp_path), pipeline_root=ROOT, enable_caching=False
     )
-    job.submit(service_account=SERVICE_ACCOUNT)
+    job.submit()
     job.wait()
     assert job.state.name == "PIPELINE_STATE_SUCCEEDED", job.gca_resource.error
     tasks = _tasks(job)
@@ -127,7 +125,7 @@ def test_a_failing_task_fails_the_run_and_is_named(aip: Any, tmp_path: Path) -> 
         pipeline_root=ROOT,
         enable_caching=False,
     )
-    job.submit(service_account=SERVICE_ACCOUNT)
+    job.submit()
     with contextlib.suppress(RuntimeError):  # the SDK raises on a failed job
         job.wait()
     assert job.state.name == "PIPELINE_STATE_FAILED"
@@ -153,7 +151,7 @@ def test_cancel_stops_the_running_task(aip: Any, tmp_path: Path) -> None:
         parameter_values={"path": str(never)},
         enable_caching=False,
     )
-    job.submit(service_account=SERVICE_ACCOUNT)
+    job.submit()
     store = aip_store(job)
     store.wait_until(job.resource_name, lambda j: _task_state(j, "wait-for-file") == "RUNNING", 60)
     job.cancel()
@@ -191,7 +189,7 @@ def test_a_rerun_reuses_cached_tasks_and_gives_the_same_result(aip: Any, tmp_pat
             parameter_values={"rows": 7},  # this test's own inputs: no other test's cache entry matches
             enable_caching=caching,
         )
-        job.submit(service_account=SERVICE_ACCOUNT)
+        job.submit()
         job.wait()
         runs.append(_tasks(job))
     first, again, uncached = runs

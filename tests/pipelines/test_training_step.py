@@ -73,7 +73,7 @@ def test_a_training_step_runs_as_an_emulator_custom_job(
     path = tmp_path / "train.yaml"
     compiler.Compiler().compile(train_flow, str(path))
     job = aip.PipelineJob(display_name="train-flow", template_path=str(path), pipeline_root=ROOT)
-    job.submit(service_account="runner@pipe-proj.iam.gserviceaccount.com")
+    job.submit()
     job.wait()
     assert job.state.name == "PIPELINE_STATE_SUCCEEDED", job.gca_resource.error
     tasks = {t.task_name: t for t in job.task_details}
