@@ -199,6 +199,7 @@ class Emulator:
             cache=TaskCache(self.data_dir / "pipeline-cache.json"),
             create_job=self.service.create_custom_job,
             cancel_job=self.service.cancel,
+            upload_model=self.models.upload,
         )
 
     def _fetch(self, uri: str, folder: Path) -> Path:

@@ -53,6 +53,9 @@ class Workspace:
     cache: TaskCache | None = None  # earlier successful tasks' outputs (caching as Vertex does it)
     create_job: Callable[[str, Resource], Resource] | None = None
     cancel_job: Callable[[str], object] | None = None
+    # The emulator's Model Registry, for GCPC's ModelUploadOp: upload(parent, UploadModelRequest body)
+    # -> the new version.
+    upload_model: Callable[[str, Resource], Resource] | None = None
 
 
 class Recorder:
@@ -397,6 +400,8 @@ class PipelineRun:
         )
         if custom_job_step.is_custom_job_launcher(command):
             return self._run_custom_job(name, task_id, command, component, made, input_dict, parameters)
+        if custom_job_step.is_model_upload_launcher(command):
+            return self._run_model_upload(name, task_id, command, component, made, input_dict, parameters)
         self.recorder.change(
             task_id, executorDetail={"containerDetail": {"mainJob": f"{self.job_name}/tasks/{task_id}"}}
         )
@@ -489,6 +494,45 @@ class PipelineRun:
         outcome = read_outcome(0, component, made, input_dict)
         metadata = {f"input:{k}": v for k, v in parameters.items()}
         metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
+        self.recorder.change(
+            task_id,
+            dag.SUCCEEDED,
+            outputs=artifact_details(outcome.artifacts),
+            execution={"metadata": metadata},
+        )
+        return dag.Result(dag.SUCCEEDED, outcome.parameters, outcome.artifacts, task_name=name)
+
+    def _run_model_upload(
+        self,
+        name: str,
+        task_id: str,
+        command: list[str],
+        component: Resource,
+        made: Any,
+        input_dict: Resource,
+        parameters: dict[str, Any],
+    ) -> dag.Result:
+        """google-cloud-pipeline-components' ModelUploadOp: the model registered in the emulator's Model
+        Registry, and its version's name written where the launcher writes `gcp_resources`."""
+        if self.workspace.upload_model is None:
+            return self._fail(task_id, name, "this emulator has no Model Registry for pipeline steps")
+        try:
+            call = custom_job_step.upload_call(command)
+            body: Resource = {"model": call.model}
+            if call.parent_model:
+                body["parentModel"] = call.parent_model
+            self.workspace.sync_out()  # what earlier tasks wrote through /gcs, readable at the model's URI
+            version = self.workspace.upload_model(f"projects/{call.project}/locations/{call.location}", body)
+        except Exception as exc:  # a bad payload, or the registry refusing it (ApiError)
+            return self._fail(task_id, name, f"its model upload failed: {getattr(exc, 'message', exc)}")
+        uploaded = f"{version['name']}@{version['versionId']}"
+        output = Path(call.gcp_resources)
+        make_private_dir(output.parent)
+        output.write_text(custom_job_step.gcp_resources(call.location, uploaded, kind="Model"))
+        outcome = read_outcome(0, component, made, input_dict)
+        metadata = {f"input:{k}": v for k, v in parameters.items()}
+        metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
+        metadata["model"] = uploaded
         self.recorder.change(
             task_id,
             dag.SUCCEEDED,
