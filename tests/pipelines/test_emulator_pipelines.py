@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kfp import compiler, dsl
-from kfp.dsl import Dataset, Input, Output, PipelineTaskFinalStatus
+from kfp.dsl import Dataset, Input, Metrics, Output, PipelineTaskFinalStatus
 
 from tests.pipelines.conftest import ROOT
 
@@ -28,7 +28,8 @@ def score(lr: float, data: Input[Dataset]) -> float:
 
 
 @dsl.component
-def best(scores: list) -> float:
+def best(scores: list, metrics: Output[Metrics]) -> float:
+    metrics.log_metric("best", max(scores))
     return max(scores)
 
 
@@ -60,9 +61,9 @@ def flow(rows: int = 4) -> None:
         with dsl.ParallelFor([0.5, 1.0, 2.0]) as lr:
             each = score(lr=lr, data=data.outputs["data"])
         top = best(scores=dsl.Collected(each.output))
-        with dsl.If(top.output > 5.0):
+        with dsl.If(top.outputs["Output"] > 5.0):
             score(lr=10.0, data=data.outputs["data"]).set_display_name("big")
-        with dsl.If(top.output > 1000.0):
+        with dsl.If(top.outputs["Output"] > 1000.0):
             score(lr=0.0, data=data.outputs["data"]).set_display_name("never")
 
 
@@ -79,10 +80,15 @@ def _tasks(job: Any) -> dict[str, Any]:
 def test_a_pipeline_runs_its_dag_with_data_loops_conditions_and_exit_handler(
     aip: Any, tmp_path: Path
 ) -> None:
+    """...and, submitted with an experiment, is listed by get_experiment_df with its params and metrics."""
     job = aip.PipelineJob(
-        display_name="flow", template_path=_compile(flow, tmp_path), pipeline_root=ROOT, enable_caching=False
+        display_name="flow",
+        template_path=_compile(flow, tmp_path),
+        pipeline_root=ROOT,
+        parameter_values={"rows": 4},
+        enable_caching=False,
     )
-    job.submit()
+    job.submit(experiment="flows")
     job.wait()
     assert job.state.name == "PIPELINE_STATE_SUCCEEDED", job.gca_resource.error
     tasks = _tasks(job)
@@ -109,6 +115,17 @@ def test_a_pipeline_runs_its_dag_with_data_loops_conditions_and_exit_handler(
         .download_as_text()
         .startswith("SUCCEEDED")
     )
+    rows = aip.get_experiment_df("flows").to_dict("records")
+    assert len(rows) == 1
+    assert rows[0]["run_name"] == job.job_id and rows[0]["run_type"] == "system.PipelineRun"
+    assert rows[0]["param.rows"] == 4 and rows[0]["metric.best"] == 8.0
+    assert rows[0]["state"] == "COMPLETE"
+    run_context = aip.Context(job.gca_resource.job_detail.pipeline_run_context.name)
+    graph = run_context.query_lineage_subgraph()
+    data = next(a.name for a in graph.artifacts if a.uri == data_uri)
+    ran = {e.name: e.display_name for e in graph.executions}
+    links = sorted((ran[e.execution], e.type_.name) for e in graph.events if e.artifact == data)
+    assert links == [("make-data", "OUTPUT")] + [("score", "INPUT")] * 3 + [("score-2", "INPUT")]
 
 
 @dsl.pipeline(name="breaks")

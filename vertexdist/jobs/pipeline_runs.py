@@ -126,33 +126,30 @@ class PipelineRuns:
         """Against the emulator, the clients `PipelineJob.submit()` makes for itself point at it too.
 
         submit() checks the pipeline root's bucket (makes it if missing) with a `storage.Client` of its
-        own, and its owner against Resource Manager's number for the project with a `ProjectsClient`
-        built with no options. The emulator serves both; the storage client follows
-        STORAGE_EMULATOR_HOST and the ProjectsClient is given the emulator's endpoint, for this call only.
+        own (`utils/gcs_utils.py`), and its owner against Resource Manager's number for the project with a
+        `ProjectsClient` built with no options. The emulator serves both: for this call only, both clients
+        are given the emulator's endpoints (this process's environment is left as it is).
         """
         if not self.target.is_emulator:
             yield
             return
         import functools
-        import os
 
         from google.cloud import resourcemanager
+        from google.cloud.aiplatform.utils import gcs_utils
 
-        original = resourcemanager.ProjectsClient
-        before = os.environ.get("STORAGE_EMULATOR_HOST")
-        if self.target.storage_endpoint:
-            os.environ["STORAGE_EMULATOR_HOST"] = self.target.storage_endpoint
+        projects = resourcemanager.ProjectsClient
+        storage = gcs_utils.storage
         resourcemanager.ProjectsClient = functools.partial(  # type: ignore[misc,assignment]
-            original, transport="rest", client_options={"api_endpoint": self.target.api_endpoint}
+            projects, transport="rest", client_options={"api_endpoint": self.target.api_endpoint}
         )
+        if self.target.storage_endpoint:
+            gcs_utils.storage = _StorageAt(storage, self.target.storage_endpoint)
         try:
             yield
         finally:
-            resourcemanager.ProjectsClient = original  # type: ignore[misc]
-            if before is None:
-                os.environ.pop("STORAGE_EMULATOR_HOST", None)
-            else:
-                os.environ["STORAGE_EMULATOR_HOST"] = before
+            resourcemanager.ProjectsClient = projects  # type: ignore[misc]
+            gcs_utils.storage = storage
 
     def get(self, name: str) -> Any:
         return self.aiplatform.PipelineJob.get(name)
@@ -171,6 +168,21 @@ class PipelineRuns:
             if state in TERMINAL:
                 return str(state)
             time.sleep(poll_s)  # the emulator long-polls Gets; Vertex answers at once
+
+
+class _StorageAt:
+    """google.cloud.storage as the SDK's gcs_utils uses it, its `Client`s made against `endpoint`."""
+
+    def __init__(self, module: Any, endpoint: str) -> None:
+        self._module = module
+        self._endpoint = endpoint
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def Client(self, *args: Any, **kwargs: Any) -> Any:  # the module's own name
+        kwargs.setdefault("client_options", {"api_endpoint": self._endpoint})
+        return self._module.Client(*args, **kwargs)
 
 
 def task_lines(resource: Any, seen: dict[str, str]) -> list[str]:

@@ -22,6 +22,7 @@ from typing import Any
 from vertexdist.emulator.pipeline_runner import custom_job_step, dag
 from vertexdist.emulator.pipeline_runner.cache import CachedOutputs, TaskCache, cache_key, caching_on
 from vertexdist.emulator.pipeline_runner.conditions import ConditionError, evaluate
+from vertexdist.emulator.pipeline_runner.lineage import PipelineLineage
 from vertexdist.emulator.pipeline_runner.task_process import (
     EnvironmentCache,
     TaskProcess,
@@ -56,6 +57,7 @@ class Workspace:
     # The emulator's Model Registry, for GCPC's ModelUploadOp: upload(parent, UploadModelRequest body)
     # -> the new version.
     upload_model: Callable[[str, Resource], Resource] | None = None
+    lineage: PipelineLineage | None = None  # the run's record in ML Metadata
 
 
 class Recorder:
@@ -146,6 +148,39 @@ class PipelineRun:
         self._running: dict[str, TaskProcess] = {}
         self._cancelled = threading.Event()
         self._failed = threading.Event()
+        self.run_context = ""
+
+    def parameters(self) -> dict[str, Any]:
+        """The run's parameters: the root's defaults, then the job's runtimeConfig."""
+        parameters = dict(self._defaults(self.spec.get("root", {})))
+        parameters.update(self.job.get("runtimeConfig", {}).get("parameterValues", {}))
+        return parameters
+
+    def record_start(self) -> None:
+        """The run's contexts in ML Metadata, named in its jobDetail (before the SDK's first Get)."""
+        if self.workspace.lineage is None:
+            return
+        fields = self.workspace.lineage.start(self.job_name, self.pipeline_name, self.parameters())
+        self.run_context = str(fields["pipelineRunContext"]["name"])
+        self.store.update(self.job_name, lambda j: j.setdefault("jobDetail", {}).update(fields))
+
+    def _record_task(
+        self, name: str, state: str, params: dict[str, Any], inputs: dag.Artifacts, result: dag.Result
+    ) -> None:
+        if self.workspace.lineage is None or not self.run_context:
+            return
+        try:
+            self.workspace.lineage.task(
+                self.run_context,
+                name,
+                f"{self.job_id}-{name}-{secrets.token_hex(4)}"[-128:],
+                state,
+                params,
+                inputs,
+                result.artifacts,
+            )
+        except Exception:  # the record is a view of the run: a failure here never fails the task
+            traceback.print_exc()
 
     # --- control ----------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -164,8 +199,7 @@ class PipelineRun:
         )
         root_id = self.recorder.add(self.pipeline_name, None, "RUNNING")
         root = self.spec.get("root", {})
-        parameters = dict(self._defaults(root))
-        parameters.update(self.job.get("runtimeConfig", {}).get("parameterValues", {}))
+        parameters = self.parameters()
         error = ""
         try:
             results = self._run_dag(root, dag.Scope(parameters, {}), root_id)
@@ -182,6 +216,8 @@ class PipelineRun:
         else:
             state = "SUCCEEDED"
         self.recorder.change(root_id, state, **({"error": {"code": 9, "message": error}} if error else {}))
+        if self.workspace.lineage is not None and self.run_context:
+            self.workspace.lineage.finish(self.run_context, state)
 
         def finish(job: Resource) -> None:
             job["state"] = f"PIPELINE_STATE_{state}"
@@ -366,6 +402,7 @@ class PipelineRun:
             )
             return dag.Result(dag.SKIPPED, hit.parameters, hit.artifacts, task_name=name)
         result = self._run_uncached(name, component, container, parameters, artifacts, parent_id)
+        self._record_task(name, result.state, parameters, artifacts, result)
         if cache is not None and result.state == dag.SUCCEEDED:
             cache.put(key, CachedOutputs(result.parameters, result.artifacts, self.job_name))
         return result
