@@ -1,4 +1,7 @@
-"""One emulator for the pipeline tests, and the SDK pointed at it (its PipelineJob client and storage)."""
+"""One emulator for the pipeline tests, and the SDK pointed at it: its PipelineJob client, storage and
+Resource Manager (`PipelineJob.submit()` checks the pipeline root bucket's owner through
+google-cloud-resource-manager's `ProjectsClient`, which the SDK builds with no options; pointed at nothing,
+it retries for about a minute)."""
 
 from __future__ import annotations
 
@@ -40,10 +43,21 @@ def current_emulator() -> Emulator:
 @pytest.fixture
 def aip(pipeline_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Any:
     """google.cloud.aiplatform initialised against the emulator (anonymous, REST)."""
+    import functools
+
     from google.auth.credentials import AnonymousCredentials
-    from google.cloud import aiplatform
+    from google.cloud import aiplatform, resourcemanager
 
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", pipeline_emulator.storage_endpoint)
+    monkeypatch.setattr(
+        resourcemanager,
+        "ProjectsClient",
+        functools.partial(
+            resourcemanager.ProjectsClient,
+            transport="rest",
+            client_options={"api_endpoint": pipeline_emulator.vertex_endpoint},
+        ),
+    )
     aiplatform.init(
         project=PROJECT,
         location=LOCATION,

@@ -1,5 +1,6 @@
-"""`vertexdist pipeline run FILE.py --follow`, `list`, `status` against the emulator, in-process; the
-submit asks no Resource Manager (the emulator has none: the SDK would retry for 60 s)."""
+"""`vertexdist pipeline run FILE.py --follow`, `list`, `status` against the emulator, in-process; the SDK's
+own pipeline-root bucket check asks the emulator's Resource Manager (not Google's, which it would retry
+for 60 s)."""
 
 from __future__ import annotations
 
@@ -42,10 +43,17 @@ def test_pipeline_run_follow_list_and_status(
 ) -> None:
     import google.cloud.aiplatform.utils.resource_manager_utils as rm
 
-    def no_resource_manager(*args: Any, **kwargs: Any) -> str:
-        raise AssertionError("pipeline run asked Resource Manager")
+    from vertexdist.wire.projects import project_number
 
-    monkeypatch.setattr(rm, "get_project_number", no_resource_manager)
+    answers: list[str] = []
+    asked = rm.get_project_number
+
+    def recorded(*args: Any, **kwargs: Any) -> str:
+        answers.append(asked(*args, **kwargs))
+        return answers[-1]
+
+    monkeypatch.setattr(rm, "get_project_number", recorded)
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "adder.py").write_text(textwrap.dedent(PIPELINE))
     where = ["--endpoint", pipeline_emulator.vertex_endpoint, "--project", "cli-proj"]
@@ -65,6 +73,7 @@ def test_pipeline_run_follow_list_and_status(
     )
     assert code == 0, out
     assert out.strip().splitlines()[-1] == "PIPELINE_STATE_SUCCEEDED"
+    assert answers == [project_number("cli-proj")]  # the bucket's owner, checked by the emulator's answer
     name = next(line.split()[-1] for line in out.splitlines() if line.startswith("submitted "))
     job = pipeline_emulator.store.get(name)
     outputs = {

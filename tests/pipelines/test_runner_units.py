@@ -110,3 +110,19 @@ def test_cache_keys_change_with_inputs_and_component() -> None:
     assert base != cache_key(
         component, {**executor, "image": "other"}, {"x": 1}, {"d": [{"uri": "gs://b/1"}]}
     )
+
+
+def test_the_upload_launcher_call_reads_as_a_model_upload() -> None:
+    from vertexdist.emulator.pipeline_runner.custom_job_step import UPLOAD_MODULE, upload_call
+
+    command = ["python3", "-u", "-m", UPLOAD_MODULE, "--type", "UploadModel", "--project", "p"]
+    payload = '{"display_name": "m", "artifact_uri": "gs://b/x/model", "labels": {"my_key": "v"}}'
+    call = upload_call([*command, "--payload", payload, "--location", "l", "--gcp_resources", "/o"])
+    assert call.model == {"displayName": "m", "artifactUri": "gs://b/x/model", "labels": {"my_key": "v"}}
+    assert (call.project, call.location, call.parent_model, call.gcp_resources) == ("p", "l", "", "/o")
+    with pytest.raises(ValueError, match="artifact_uri"):
+        upload_call(
+            [*command, "--payload", '{"display_name": "m"}', "--location", "l", "--gcp_resources", "/o"]
+        )
+    with pytest.raises(ValueError, match="--gcp_resources"):
+        upload_call([*command, "--payload", payload, "--location", "l"])

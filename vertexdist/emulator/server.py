@@ -26,6 +26,7 @@ from vertexdist.emulator.folder import LOCK_FILE, Endpoints, remove_endpoints, w
 from vertexdist.emulator.http_api import VertexHTTPServer
 from vertexdist.emulator.local_runner import LocalBackendRunner
 from vertexdist.emulator.pipeline_runner.cache import TaskCache
+from vertexdist.emulator.pipeline_runner.lineage import PipelineLineage
 from vertexdist.emulator.pipeline_runner.run import Workspace
 from vertexdist.emulator.pipeline_runner.task_process import EnvironmentCache
 from vertexdist.emulator.routes import EmulatorRoutes
@@ -146,10 +147,10 @@ class Emulator:
             self.models = ModelRegistry(self.store, publish=self._publish_artifacts, files_at=self._files_at)
             service.on_pipeline_success = self.models.upload_for_pipeline
             self.http.routes = EmulatorRoutes(service, self.models, Operations(self.store))
+            self.http.experiments = ExperimentsApi(self.data_dir if data_dir else None)
             self.http.routes.pipelines = self.pipelines = PipelineJobs(
                 self.store, service, self.http.routes.operations, self._pipeline_workspace()
             )
-            self.http.experiments = ExperimentsApi(self.data_dir if data_dir else None)
         except BaseException:
             # E.g. the port is taken: leave no supervisor thread, data-folder lock or temporary folder behind.
             if service is not None:
@@ -199,6 +200,8 @@ class Emulator:
             cache=TaskCache(self.data_dir / "pipeline-cache.json"),
             create_job=self.service.create_custom_job,
             cancel_job=self.service.cancel,
+            upload_model=self.models.upload,
+            lineage=PipelineLineage(self.http.experiments.metadata),
         )
 
     def _fetch(self, uri: str, folder: Path) -> Path:

@@ -2,9 +2,8 @@
 
 `compiled(FILE)` takes a compiled PipelineSpec (.yaml/.json) as it is, or compiles the one `@dsl.pipeline`
 function a .py file defines (kfp's compiler). `PipelineRuns.submit` makes the SDK's `PipelineJob` and
-submits it. Against the emulator the SDK's pipeline-root bucket check is skipped: it asks Cloud Resource
-Manager for the project's number, and against an emulator without that service it retries for 60 s; the
-emulated bucket is made here instead (on Vertex the SDK's check runs as it always does).
+submits it. The SDK's own pipeline-root bucket check runs on Vertex and on the emulator alike: against the
+emulator its storage and Resource Manager clients are pointed at the emulator for the submit.
 """
 
 from __future__ import annotations
@@ -118,33 +117,39 @@ class PipelineRuns:
             parameter_values=params,
             enable_caching=enable_caching,
         )
-        with self._bucket_check_skipped(job):
+        with self._sdk_on_emulator():
             job.submit(experiment=experiment)
         return job
 
     @contextlib.contextmanager
-    def _bucket_check_skipped(self, job: Any) -> Iterator[None]:
+    def _sdk_on_emulator(self) -> Iterator[None]:
+        """Against the emulator, the clients `PipelineJob.submit()` makes for itself point at it too.
+
+        submit() checks the pipeline root's bucket (makes it if missing) with a `storage.Client` of its
+        own (`utils/gcs_utils.py`), and its owner against Resource Manager's number for the project with a
+        `ProjectsClient` built with no options. The emulator serves both: for this call only, both clients
+        are given the emulator's endpoints (this process's environment is left as it is).
+        """
         if not self.target.is_emulator:
             yield
             return
-        from google.auth.credentials import AnonymousCredentials
-        from google.cloud import storage  # type: ignore[attr-defined]
+        import functools
+
+        from google.cloud import resourcemanager
         from google.cloud.aiplatform.utils import gcs_utils
 
-        root = job._gca_resource.runtime_config.gcs_output_directory  # not created yet: the SDK's draft
-        bucket = root.removeprefix("gs://").split("/", 1)[0]
-        options = {"api_endpoint": self.target.storage_endpoint} if self.target.storage_endpoint else None
-        client = storage.Client(
-            project=self.target.project, credentials=AnonymousCredentials(), client_options=options
+        projects = resourcemanager.ProjectsClient
+        storage = gcs_utils.storage
+        resourcemanager.ProjectsClient = functools.partial(  # type: ignore[misc,assignment]
+            projects, transport="rest", client_options={"api_endpoint": self.target.api_endpoint}
         )
-        if client.lookup_bucket(bucket) is None:
-            client.create_bucket(bucket)
-        original = gcs_utils.create_gcs_bucket_for_pipeline_artifacts_if_it_does_not_exist
-        gcs_utils.create_gcs_bucket_for_pipeline_artifacts_if_it_does_not_exist = lambda **kw: root
+        if self.target.storage_endpoint:
+            gcs_utils.storage = _StorageAt(storage, self.target.storage_endpoint)
         try:
             yield
         finally:
-            gcs_utils.create_gcs_bucket_for_pipeline_artifacts_if_it_does_not_exist = original
+            resourcemanager.ProjectsClient = projects  # type: ignore[misc]
+            gcs_utils.storage = storage
 
     def get(self, name: str) -> Any:
         return self.aiplatform.PipelineJob.get(name)
@@ -163,6 +168,21 @@ class PipelineRuns:
             if state in TERMINAL:
                 return str(state)
             time.sleep(poll_s)  # the emulator long-polls Gets; Vertex answers at once
+
+
+class _StorageAt:
+    """google.cloud.storage as the SDK's gcs_utils uses it, its `Client`s made against `endpoint`."""
+
+    def __init__(self, module: Any, endpoint: str) -> None:
+        self._module = module
+        self._endpoint = endpoint
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def Client(self, *args: Any, **kwargs: Any) -> Any:  # the module's own name
+        kwargs.setdefault("client_options", {"api_endpoint": self._endpoint})
+        return self._module.Client(*args, **kwargs)
 
 
 def task_lines(resource: Any, seen: dict[str, str]) -> list[str]:

@@ -3,6 +3,12 @@
 Needs the `pipelines` extra (kfp). See docs/guide/pipelines.md.
 """
 
-from vertexdist.pipelines.step import GCPC_IMAGE, custom_job_payload, training_step
+from vertexdist.pipelines.step import (
+    GCPC_IMAGE,
+    custom_job_payload,
+    model_upload_step,
+    step_payload,
+    training_step,
+)
 
-__all__ = ["GCPC_IMAGE", "custom_job_payload", "training_step"]
+__all__ = ["GCPC_IMAGE", "custom_job_payload", "model_upload_step", "step_payload", "training_step"]

@@ -11,6 +11,12 @@ task (`{{$.pipeline_task_uuid}}`, which Vertex fills in).
 
 Trainer arguments may come from earlier steps: an item of `args` that is a task's output
 (`prep.output`) becomes a placeholder in the payload, filled in when the step runs.
+
+The step's outputs are `gcp_resources` (the CustomJob's resource name, as GCPC's launcher writes it) and
+`model`: the job's output folder as an artifact. The job's `baseOutputDirectory` is that artifact's URI
+(`{{$.outputs.artifacts['model'].uri}}`, which Vertex fills in under the pipeline root), so its model is in
+the artifact's `model/` folder (`AIP_MODEL_DIR`), its checkpoints in `checkpoints/`, its TensorBoard logs in
+`logs/`. `model_upload_step` registers that `model/` folder.
 """
 
 from __future__ import annotations
@@ -22,6 +28,14 @@ from typing import Any
 GCPC_IMAGE = "gcr.io/ml-pipeline/google-cloud-pipeline-components:2.22.0"
 LAUNCHER = ["python3", "-u", "-m", "google_cloud_pipeline_components.container.v1.custom_job.launcher"]
 TASK_FOLDER = "{{$.pipeline_task_uuid}}"
+MODEL_OUTPUT = "{{$.outputs.artifacts['model'].uri}}"
+UPLOAD_LAUNCHER = [
+    "python3",
+    "-u",
+    "-m",
+    "google_cloud_pipeline_components.container.v1.model.upload_model.launcher",
+]
+MODEL_INPUT = "{{$.inputs.artifacts['model'].uri}}"
 _SENTINEL = "@@vertexdist-input-{}@@"
 
 
@@ -59,12 +73,20 @@ def custom_job_payload(
     }
 
 
+def step_payload(template: str | Path, **overrides: Any) -> dict[str, Any]:
+    """The payload `training_step` emits: `custom_job_payload`, its output folder the `model` artifact."""
+    payload = custom_job_payload(template, **overrides)
+    payload["job_spec"]["baseOutputDirectory"] = {"outputUriPrefix": MODEL_OUTPUT}
+    return payload
+
+
 def training_step(template: str | Path, *, args: list[Any] | None = None, **overrides: Any) -> Any:
     """A kfp task (call it inside a `@dsl.pipeline` function) running TEMPLATE's job as a CustomJob step.
 
     `args` replaces the trainer's arguments; its items may be earlier tasks' outputs. Other keywords
     override the template's own fields (`replica_count=4`, `display_name=...`). The task's output
-    `gcp_resources` names the CustomJob, as google-cloud-pipeline-components' step writes it.
+    `gcp_resources` names the CustomJob, as google-cloud-pipeline-components' step writes it; its output
+    `model` is the job's output folder (the model in its `model/`).
     """
     from kfp import components
 
@@ -82,12 +104,12 @@ def training_step(template: str | Path, *, args: list[Any] | None = None, **over
     if literal_args is not None:
         loaded = _template(template, {})
         overrides["trainer"] = {**loaded.trainer.model_dump(exclude_unset=True), "args": literal_args}
-    payload = custom_job_payload(template, **overrides)
+    payload = step_payload(template, **overrides)
     loaded = _template(template, {k: v for k, v in overrides.items() if k != "trainer"})
     spec = {
         "name": payload["display_name"],
         "inputs": [{"name": name, "type": "String"} for name in inputs],
-        "outputs": [{"name": "gcp_resources", "type": "String"}],
+        "outputs": [{"name": "gcp_resources", "type": "String"}, {"name": "model", "type": "Model"}],
         "implementation": {
             "container": {
                 "image": GCPC_IMAGE,
@@ -133,3 +155,51 @@ def _payload_parts(text: str, names: list[str]) -> list[Any]:
                 split.append(part)
         parts = split
     return [p for p in parts if p != ""]
+
+
+def model_upload_step(trained: Any, template: str | Path, /, **overrides: Any) -> Any:
+    """A kfp task registering a `training_step`'s model (`trained`: its `model` output) in the Model
+    Registry, as TEMPLATE's `model:` says (display name, serving container, labels, aliases, parent model).
+
+    On Vertex it is google-cloud-pipeline-components' ModelUploadOp: its image running
+    `...container.v1.model.upload_model.launcher --type UploadModel --payload MODEL --project P
+    --location L --gcp_resources PATH --executor_input {{$}}`, the payload a Model whose `artifact_uri` is
+    the model folder (`<the model artifact>/model`). Its output `gcp_resources` names the new model version.
+    """
+    from kfp import components
+
+    from vertexdist.render.pipeline import render_model_upload
+
+    loaded = _template(template, overrides)
+    fields = render_model_upload(loaded)
+    if not fields:
+        raise ValueError(f"{template}: has no `model:` section, so there is no model to upload")
+    wanted = {**fields["modelToUpload"], "artifactUri": MODEL_INPUT + "/model"}
+    text = json.dumps(wanted, sort_keys=True)
+    before, _, after = text.partition(MODEL_INPUT)
+    args: list[Any] = [
+        "--type",
+        "UploadModel",
+        "--payload",
+        {"concat": [before, {"inputUri": "model"}, after]},
+        "--project",
+        loaded.project or "",
+        "--location",
+        loaded.location,
+        "--gcp_resources",
+        {"outputPath": "gcp_resources"},
+        "--executor_input",
+        "{{$}}",
+    ]
+    if fields.get("parentModel"):
+        args.extend(["--parent_model_name", fields["parentModel"]])
+    spec = {
+        "name": f"{wanted['displayName']}-upload",
+        "inputs": [{"name": "model", "type": "Model"}],
+        "outputs": [{"name": "gcp_resources", "type": "String"}],
+        "implementation": {"container": {"image": GCPC_IMAGE, "command": UPLOAD_LAUNCHER, "args": args}},
+    }
+    import yaml
+
+    op = components.load_component_from_text(yaml.safe_dump(spec, sort_keys=False))
+    return op(model=trained)

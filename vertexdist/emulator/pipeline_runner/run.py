@@ -22,6 +22,7 @@ from typing import Any
 from vertexdist.emulator.pipeline_runner import custom_job_step, dag
 from vertexdist.emulator.pipeline_runner.cache import CachedOutputs, TaskCache, cache_key, caching_on
 from vertexdist.emulator.pipeline_runner.conditions import ConditionError, evaluate
+from vertexdist.emulator.pipeline_runner.lineage import PipelineLineage
 from vertexdist.emulator.pipeline_runner.task_process import (
     EnvironmentCache,
     TaskProcess,
@@ -53,6 +54,10 @@ class Workspace:
     cache: TaskCache | None = None  # earlier successful tasks' outputs (caching as Vertex does it)
     create_job: Callable[[str, Resource], Resource] | None = None
     cancel_job: Callable[[str], object] | None = None
+    # The emulator's Model Registry, for GCPC's ModelUploadOp: upload(parent, UploadModelRequest body)
+    # -> the new version.
+    upload_model: Callable[[str, Resource], Resource] | None = None
+    lineage: PipelineLineage | None = None  # the run's record in ML Metadata
 
 
 class Recorder:
@@ -143,6 +148,39 @@ class PipelineRun:
         self._running: dict[str, TaskProcess] = {}
         self._cancelled = threading.Event()
         self._failed = threading.Event()
+        self.run_context = ""
+
+    def parameters(self) -> dict[str, Any]:
+        """The run's parameters: the root's defaults, then the job's runtimeConfig."""
+        parameters = dict(self._defaults(self.spec.get("root", {})))
+        parameters.update(self.job.get("runtimeConfig", {}).get("parameterValues", {}))
+        return parameters
+
+    def record_start(self) -> None:
+        """The run's contexts in ML Metadata, named in its jobDetail (before the SDK's first Get)."""
+        if self.workspace.lineage is None:
+            return
+        fields = self.workspace.lineage.start(self.job_name, self.pipeline_name, self.parameters())
+        self.run_context = str(fields["pipelineRunContext"]["name"])
+        self.store.update(self.job_name, lambda j: j.setdefault("jobDetail", {}).update(fields))
+
+    def _record_task(
+        self, name: str, state: str, params: dict[str, Any], inputs: dag.Artifacts, result: dag.Result
+    ) -> None:
+        if self.workspace.lineage is None or not self.run_context:
+            return
+        try:
+            self.workspace.lineage.task(
+                self.run_context,
+                name,
+                f"{self.job_id}-{name}-{secrets.token_hex(4)}"[-128:],
+                state,
+                params,
+                inputs,
+                result.artifacts,
+            )
+        except Exception:  # the record is a view of the run: a failure here never fails the task
+            traceback.print_exc()
 
     # --- control ----------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -161,8 +199,7 @@ class PipelineRun:
         )
         root_id = self.recorder.add(self.pipeline_name, None, "RUNNING")
         root = self.spec.get("root", {})
-        parameters = dict(self._defaults(root))
-        parameters.update(self.job.get("runtimeConfig", {}).get("parameterValues", {}))
+        parameters = self.parameters()
         error = ""
         try:
             results = self._run_dag(root, dag.Scope(parameters, {}), root_id)
@@ -179,6 +216,8 @@ class PipelineRun:
         else:
             state = "SUCCEEDED"
         self.recorder.change(root_id, state, **({"error": {"code": 9, "message": error}} if error else {}))
+        if self.workspace.lineage is not None and self.run_context:
+            self.workspace.lineage.finish(self.run_context, state)
 
         def finish(job: Resource) -> None:
             job["state"] = f"PIPELINE_STATE_{state}"
@@ -363,6 +402,7 @@ class PipelineRun:
             )
             return dag.Result(dag.SKIPPED, hit.parameters, hit.artifacts, task_name=name)
         result = self._run_uncached(name, component, container, parameters, artifacts, parent_id)
+        self._record_task(name, result.state, parameters, artifacts, result)
         if cache is not None and result.state == dag.SUCCEEDED:
             cache.put(key, CachedOutputs(result.parameters, result.artifacts, self.job_name))
         return result
@@ -397,6 +437,8 @@ class PipelineRun:
         )
         if custom_job_step.is_custom_job_launcher(command):
             return self._run_custom_job(name, task_id, command, component, made, input_dict, parameters)
+        if custom_job_step.is_model_upload_launcher(command):
+            return self._run_model_upload(name, task_id, command, component, made, input_dict, parameters)
         self.recorder.change(
             task_id, executorDetail={"containerDetail": {"mainJob": f"{self.job_name}/tasks/{task_id}"}}
         )
@@ -489,6 +531,45 @@ class PipelineRun:
         outcome = read_outcome(0, component, made, input_dict)
         metadata = {f"input:{k}": v for k, v in parameters.items()}
         metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
+        self.recorder.change(
+            task_id,
+            dag.SUCCEEDED,
+            outputs=artifact_details(outcome.artifacts),
+            execution={"metadata": metadata},
+        )
+        return dag.Result(dag.SUCCEEDED, outcome.parameters, outcome.artifacts, task_name=name)
+
+    def _run_model_upload(
+        self,
+        name: str,
+        task_id: str,
+        command: list[str],
+        component: Resource,
+        made: Any,
+        input_dict: Resource,
+        parameters: dict[str, Any],
+    ) -> dag.Result:
+        """google-cloud-pipeline-components' ModelUploadOp: the model registered in the emulator's Model
+        Registry, and its version's name written where the launcher writes `gcp_resources`."""
+        if self.workspace.upload_model is None:
+            return self._fail(task_id, name, "this emulator has no Model Registry for pipeline steps")
+        try:
+            call = custom_job_step.upload_call(command)
+            body: Resource = {"model": call.model}
+            if call.parent_model:
+                body["parentModel"] = call.parent_model
+            self.workspace.sync_out()  # what earlier tasks wrote through /gcs, readable at the model's URI
+            version = self.workspace.upload_model(f"projects/{call.project}/locations/{call.location}", body)
+        except Exception as exc:  # a bad payload, or the registry refusing it (ApiError)
+            return self._fail(task_id, name, f"its model upload failed: {getattr(exc, 'message', exc)}")
+        uploaded = f"{version['name']}@{version['versionId']}"
+        output = Path(call.gcp_resources)
+        make_private_dir(output.parent)
+        output.write_text(custom_job_step.gcp_resources(call.location, uploaded, kind="Model"))
+        outcome = read_outcome(0, component, made, input_dict)
+        metadata = {f"input:{k}": v for k, v in parameters.items()}
+        metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
+        metadata["model"] = uploaded
         self.recorder.change(
             task_id,
             dag.SUCCEEDED,

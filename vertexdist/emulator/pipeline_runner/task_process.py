@@ -175,7 +175,12 @@ def read_outcome(
         k: list(v.get("artifacts", [])) for k, v in input_dict.get("outputs", {}).get("artifacts", {}).items()
     }
     for name, listed in json_format.MessageToDict(merged).get("artifacts", {}).items():
-        artifacts[name] = list(listed.get("artifacts", []))
+        declared = artifacts.get(name) or [{}]
+        # The executor's output carries URI and metadata; the type is the one the task declared.
+        artifacts[name] = [
+            {**({"type": declared[0]["type"]} if "type" in declared[0] else {}), **a}
+            for a in listed.get("artifacts", [])
+        ]
     return TaskOutcome(exit_code, parameters, artifacts)
 
 

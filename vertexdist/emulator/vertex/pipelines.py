@@ -150,6 +150,8 @@ class PipelineJobs:
         }
         created = self.store.insert(job)
         run = PipelineRun(self.store, name, self.workspace)
+        run.record_start()
+        created = self.store.get(name) or created
         thread = threading.Thread(target=run.run, name=f"pipeline-{ident}", daemon=True)
         with self._lock:
             self._runs[name] = run
