@@ -111,5 +111,9 @@ def test_a_hang_on_the_emulator_read_through_its_endpoint_shows_every_rank_and_n
     assert sorted(json.loads(out)["stacks"]) == ["0", "1", "2", "3"]  # every rank's dump, from its log
 
     # The emulator's monitor, which watched the heartbeat files all along, flagged no straggler either.
-    [summary] = (tmp_path / "emulator-data" / "jobs").glob("*/health/summary.json")
+    jobs = tmp_path / "emulator-data" / "jobs"
+    deadline = time.monotonic() + 30  # written as the job's supervisor ends, just after its state
+    while not list(jobs.glob("*/health/summary.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [summary] = jobs.glob("*/health/summary.json")
     assert json.loads(summary.read_text())["stragglers"] == []
