@@ -8,6 +8,9 @@ Run: .venv/bin/python bench/bench_tensorboard.py [--writes 1000] [--points 100] 
    series, so ten writes of 100,000 points went from 4.9 s to 38 s a call.
 2. Meanwhile, in another thread, `aiplatform.get_experiment_df` of an experiment of 20 runs of 1,000 points
    each, again and again (goal: each under 1 s; before, Experiments calls stalled 15-23 s behind a write).
+3. Where a `get_experiment_df` goes, once the writes are done: the whole call; the same requests sent one at
+   a time over HTTP; and the emulator's own share, those requests answered in process (its routes and JSON,
+   `ExperimentsApi.answer`), as ratios of the whole call.
 
 The emulator runs in a process of its own, as `vertexdist emulator start` does, so the SDK's own work (it
 parses every point it reads) does not share a GIL with the server's.
@@ -135,9 +138,12 @@ def main() -> None:
         reader.join(timeout=60)
         read = client.read_tensorboard_time_series_data(tensorboard_time_series=series)
         assert len(read.time_series_data.values) <= 1000  # a read is bounded, as Vertex's is
+        whole, sent = _one_call_and_its_requests(aiplatform)
+        one_by_one = _over_http(sent)
     finally:
         server.stdin.close()
         server.wait(timeout=60)
+    in_process, spaced = _in_process(work / "emu", sent)
 
     head, tail = statistics.median(writes[:20]), statistics.median(writes[-20:])
     print(f"== 1. {args.writes} writes of {args.points} points into one time series")
@@ -149,6 +155,67 @@ def main() -> None:
     )
     if frames:
         print(f"   median {statistics.median(frames):.3f} s, slowest {max(frames):.3f} s (goal < 1 s)")
+    print(f"== 3. one get_experiment_df alone: {whole:.3f} s, {len(sent)} requests")
+    print(f"   the same requests one at a time over HTTP: {one_by_one / whole:.2f}x the call")
+    print(f"   the emulator's share (its routes and JSON, in process): {in_process / whole:.3f}x the call")
+    print(f"   its share with spaced JSON, as before: {spaced / whole:.3f}x ({in_process / spaced:.2f}x now)")
+
+
+Sent = list[tuple[str, str, list[tuple[str, str]]]]
+
+
+def _one_call_and_its_requests(aiplatform: Any) -> tuple[float, Sent]:
+    """One `get_experiment_df` (seconds) and the requests the SDK sent for it (method, URL, params)."""
+    import requests
+
+    sent: Sent = []
+    original = requests.Session.request
+    lock = threading.Lock()
+
+    def recording(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        params = kwargs.get("params") or []
+        with lock:
+            sent.append((method, url, [(str(k), str(v)) for k, v in dict(params).items()] if params else []))
+        return original(self, method, url, *args, **kwargs)
+
+    requests.Session.request = recording
+    try:
+        start = time.perf_counter()
+        aiplatform.get_experiment_df(EXPERIMENT)
+        return time.perf_counter() - start, sent
+    finally:
+        requests.Session.request = original
+
+
+def _over_http(sent: Sent) -> float:
+    import requests
+
+    session = requests.Session()
+    start = time.perf_counter()
+    for method, url, params in sent:
+        session.request(method, url, params=params).raise_for_status()
+    return time.perf_counter() - start
+
+
+def _in_process(data_dir: Path, sent: Sent) -> tuple[float, float]:
+    """The emulator's own work for `sent`: each request's route and its answer's JSON, as its server does."""
+    import urllib.parse
+
+    from vertexdist.emulator.vertex.experiments import ExperimentsApi
+
+    api = ExperimentsApi(data_dir)
+
+    def replay(separators: tuple[str, str] | None) -> float:
+        start = time.perf_counter()
+        for method, url, params in sent:
+            parts = urllib.parse.urlsplit(url)
+            answer = api.answer(method, parts.path, urllib.parse.urlencode(params) or parts.query, dict)
+            assert answer is not None, url
+            json.dumps(answer, separators=separators).encode()
+        return time.perf_counter() - start
+
+    replay(None)  # a served emulator has read its series' files already: so has this one, after this pass
+    return replay((",", ":")), replay(None)  # as served now (compact JSON), and as before (spaced)
 
 
 if __name__ == "__main__":

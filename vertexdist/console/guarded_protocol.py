@@ -14,18 +14,28 @@ as uvicorn's `http` class). A connection beyond loopback is the token's to judge
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from vertexdist import peer_uid, request_guard
-from vertexdist.console.serve import is_loopback
 from vertexdist.loopback_server import HEAD_DEADLINE_S, MAX_CONNECTIONS
+
+
+def _loopback(address: str) -> bool:
+    """A peer's address (an IP, never a name) on loopback: 127.0.0.0/8, ::1, ::ffff:127.x."""
+    try:
+        found = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return False
+    mapped = getattr(found, "ipv4_mapped", None)
+    return bool(found.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 def refused_at_accept(peer: tuple[str, int] | None, local: tuple[str, int | None] | None, owner: int) -> bool:
     """Whether a new connection from `peer` to `local` is another user's (loopback only)."""
-    if peer is None or local is None or local[1] is None or not is_loopback(str(peer[0])):
+    if peer is None or local is None or local[1] is None or not _loopback(str(peer[0])):
         return False
     can_tell = peer_uid.can_tell()
     uid = peer_uid.lookup((str(peer[0]), int(peer[1])), (str(local[0]), int(local[1]))) if can_tell else None
