@@ -125,6 +125,7 @@ class LocalBackendRunner:
         local = start_job(
             request.spec,
             ctx,
+            on_event=service_log,
             run_dir=request.run_dir,
             fetch_package=request.fetch_package,
             cache_dir=self._package_cache,
@@ -133,6 +134,5 @@ class LocalBackendRunner:
             replica_env=self.replica_env,
             fetch_object=self.fetch_object,
             spawner=self.spawner,
-            on_event=service_log,
         )
         return _LocalRunning(local, service_log.path)
