@@ -127,6 +127,7 @@ class LocalBackendRunner:
         local = start_job(
             request.spec,
             ctx,
+            on_event=service_log,
             run_dir=request.run_dir,
             fetch_package=request.fetch_package,
             cache_dir=self._package_cache,
