@@ -137,6 +137,5 @@ class LocalBackendRunner:
             fetch_object=self.fetch_object,
             spawner=self.spawner,
             health_logs=True,  # as on Vertex: heartbeat lines in the replicas' logs, each rank's own verdict
-            on_event=service_log,
         )
         return _LocalRunning(local, service_log.path)
