@@ -71,9 +71,12 @@ def run(
 
     params = parse_params(param)
     with tempfile.TemporaryDirectory(prefix="vertexdist-pipeline-") as scratch:
-        spec_file = compiled(file, Path(scratch))
+        templates: set[Path] = set()
+        spec_file = compiled(file, Path(scratch), templates)
         with _runs(project, location, endpoint, transport, emulator, emulator_data_dir) as backend:
             runs = PipelineRuns(backend.target)
+            for uri in runs.stage(templates):
+                typer.echo(f"package staged {uri}")
             job = runs.submit(
                 spec_file,
                 params=params,

@@ -23,8 +23,9 @@ from vertexdist.errors import UsageError, VertexdistError
 TERMINAL = ("PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED")
 
 
-def compiled(path: Path, out_dir: Path) -> Path:
-    """A PipelineSpec file for PATH: itself if compiled, else its pipeline function compiled into out_dir."""
+def compiled(path: Path, out_dir: Path, templates: set[Path] | None = None) -> Path:
+    """A PipelineSpec file for PATH: itself if compiled, else its pipeline function compiled into out_dir.
+    `templates` gets the templates its `training_step`s name (for their packages to be staged)."""
     if not path.is_file():
         raise UsageError(f"{path}: no such file", hint="give a pipeline .py file or a compiled .yaml/.json")
     if path.suffix in (".yaml", ".yml", ".json"):
@@ -44,8 +45,13 @@ def compiled(path: Path, out_dir: Path) -> Path:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent.resolve()))
+    from vertexdist.pipelines.step import recording
+
     try:
-        spec.loader.exec_module(module)
+        with recording() as used:
+            spec.loader.exec_module(module)
+        if templates is not None:
+            templates.update(used)
     except Exception as exc:
         raise VertexdistError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
     finally:
@@ -150,6 +156,26 @@ class PipelineRuns:
         finally:
             resourcemanager.ProjectsClient = projects  # type: ignore[misc]
             gcs_utils.storage = storage
+
+    def stage(self, templates: set[Path]) -> list[str]:
+        """Upload each template's trainer package to its staging bucket unless it is there (as `submit`
+        does before its job; a pipeline's step makes its job later). On the emulator a missing bucket is
+        made. The packages' URIs."""
+        from google.cloud import storage  # type: ignore[attr-defined]
+
+        from vertexdist.backends.vertex.clients import credentials_for
+        from vertexdist.pipelines.stage import stage_package
+
+        if not templates:
+            return []
+        options = {"api_endpoint": self.target.storage_endpoint} if self.target.storage_endpoint else None
+        client = storage.Client(
+            project=self.target.project,
+            credentials=credentials_for(self.target) if self.target.is_emulator else None,
+            client_options=options,
+        )
+        staged = [stage_package(t, client, create_bucket=self.target.is_emulator) for t in sorted(templates)]
+        return [uri for uri in staged if uri]
 
     def get(self, name: str) -> Any:
         return self.aiplatform.PipelineJob.get(name)

@@ -21,7 +21,9 @@ the artifact's `model/` folder (`AIP_MODEL_DIR`), its checkpoints in `checkpoint
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,20 @@ UPLOAD_LAUNCHER = [
 ]
 MODEL_INPUT = "{{$.inputs.artifacts['model'].uri}}"
 _SENTINEL = "@@vertexdist-input-{}@@"
+# The templates training_step was called with while a `recording()` is open (`pipeline run` stages their
+# packages, as `submit` uploads its own).
+_RECORDING: list[set[Path]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[set[Path]]:
+    """The templates every `training_step` call names while the `with` is open (resolved paths)."""
+    used: set[Path] = set()
+    _RECORDING.append(used)
+    try:
+        yield used
+    finally:
+        _RECORDING.remove(used)
 
 
 def _template(template: str | Path, overrides: dict[str, Any]) -> Any:
@@ -90,6 +106,8 @@ def training_step(template: str | Path, *, args: list[Any] | None = None, **over
     """
     from kfp import components
 
+    for used in _RECORDING:
+        used.add(Path(template).resolve())
     inputs: dict[str, Any] = {}
     literal_args: list[str] | None = None
     if args is not None:
