@@ -85,8 +85,10 @@ def test_a_node_launcher_ends_without_interpreter_shutdown(tmp_path: Path) -> No
     marks = tmp_path / "marks"
     marks.write_text("")
     # An evaluator replica: the launcher returns at once (nothing to train), through the same exit.
-    cluster = {"cluster": {"workerpool0": ["a:1"], "workerpool3": ["e:1"]}}
-    cluster["task"] = {"type": "workerpool3", "index": 0, "trial": ""}
+    cluster = {
+        "cluster": {"workerpool0": ["a:1"], "workerpool3": ["e:1"]},
+        "task": {"type": "workerpool3", "index": 0, "trial": ""},
+    }
     env = {
         **os.environ,
         "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
