@@ -35,6 +35,7 @@ from vertexdist.backends.base import (
 )
 from vertexdist.backends.local.logs import masked
 from vertexdist.console.attempts import Attempt
+from vertexdist.console.errors import NotFound, Unavailable
 from vertexdist.console.managed import attempt_windows, is_local_attempt
 from vertexdist.console.metrics import ScalarReaders, Series, Window, trial_series
 from vertexdist.console.notes import SERVICE_TASK, merge_notes, service_notes, silence_notice
@@ -76,14 +77,6 @@ def page_backend(target: Target) -> VertexBackend:
     from vertexdist.backends.vertex.retry import RetryPolicy
 
     return create_backend("vertex", target, retry=RetryPolicy(attempts=2, initial_s=0.2, max_s=1.0))
-
-
-class NotFound(VertexdistError):
-    """No job of that ref."""
-
-
-class Unavailable(VertexdistError):
-    """A backend did not answer (the emulator stopped, Vertex refused the call)."""
 
 
 class AttemptSource(Protocol):
@@ -381,7 +374,7 @@ class Console:
         kept = self._ledgers.get(name)
         if kept is not None:
             return kept
-        from vertexdist.console.ranks import health_folder
+        from vertexdist.console.heartbeat_place import health_folder
         from vertexdist.jobs.goodput import ledger_at
 
         try:

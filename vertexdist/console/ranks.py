@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from vertexdist.console.jobs import Console, NotFound
+from vertexdist.console.heartbeat_place import FROM_LOGS, health_folder
+from vertexdist.console.jobs import Console
 from vertexdist.console.refs import JobRef
-from vertexdist.health.folder import HEALTH_DIR
 from vertexdist.health.log_scan import LogLine, LogScan, job_mark
 from vertexdist.health.table import HEADS, cells
 from vertexdist.health.verdict import culprit, named_rank
 from vertexdist.shipped.vertexdist_launcher.health import LOG_EVERY_S
 
 VERTEX_READ_EVERY_S = LOG_EVERY_S
-FROM_LOGS: Literal["logs"] = "logs"  # the job's heartbeats are in its replicas' logs
-TUNING_NOTE = "A tuning job's ranks are each trial's: open a trial."
 
 
 @dataclass
@@ -37,27 +34,6 @@ class LogFollow:
     cursor: object | None = None
     read_at: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def health_folder(console: Console, ref: JobRef) -> Path | str:
-    """Where `ref`'s heartbeats are (`FROM_LOGS`: in its replicas' logs), or the note the panel shows
-    instead; NotFound for no such job."""
-    if console.is_tuning(ref):
-        return TUNING_NOTE
-    if ref.source == "local":
-        backend, name = console._local_job(ref)
-        run_dir = backend.run_dir(name)
-        if not run_dir.is_dir():
-            raise NotFound(f"no local job {ref.job}")
-        return run_dir / HEALTH_DIR
-    if not console._remote().target.is_emulator or console.emulator_dir is None:  # no remote: NotFound
-        return FROM_LOGS
-    from vertexdist.jobs.ranks import _emulator_dir
-
-    found = _emulator_dir(ref.job, console.emulator_dir)
-    if found is None:
-        return "No heartbeats: the emulator's data folder holds no run of this job."
-    return found / HEALTH_DIR
 
 
 def panel(report: dict[str, Any]) -> dict[str, Any]:
