@@ -33,13 +33,16 @@ class AttemptPool:
         self.error: str | None = None  # why the pool could not start (attempts then start cold)
 
     def start(self) -> AttemptPool:
-        threading.Thread(target=self._start, name="attempt-pool", daemon=True).start()
-        return self
-
-    def _start(self) -> None:
+        # Imported here, on the caller's thread, not on the pool's: the caller goes on to import
+        # `vertexdist.local` for its first attempt, and two threads importing that package's cycle at once
+        # can hand one of them a half-initialised module (an ImportError of `recorder`, bench_recovery).
         from vertexdist.local.warm_pool import OwnedPool
 
-        pool = OwnedPool(0)
+        threading.Thread(target=self._start, args=(OwnedPool,), name="attempt-pool", daemon=True).start()
+        return self
+
+    def _start(self, owned_pool: type[OwnedPool]) -> None:
+        pool = owned_pool(0)
         try:
             pool.start()
         except Exception as exc:  # the attempts start cold, as without a pool
