@@ -78,6 +78,7 @@ def test_a_silent_local_run_shows_its_line_under_the_header_until_it_ends(tmp_pa
         assert "no output and no step for" in told and "no rank has said where it is yet" in told
         page = client.get(f"/jobs/local/{job}").text
         assert 'id="job-silence"' in page and "no output and no step for" in page.split('id="job-silence"')[1]
+        assert '<span class="msg note-silence">no output and no step for' in page  # amber, not a hang's red
     finally:
         go.write_text("go")
     _until(lambda: client.get(url).json()["state"] == "SUCCEEDED", 60, "the job to end")

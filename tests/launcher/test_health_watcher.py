@@ -359,3 +359,35 @@ def test_on_vertex_a_hung_rank_waits_for_its_replicas_local_ranks_and_other_repl
     (tmp_path / health.dumped_marker("local-0-0")).write_text("")
     thread.join(health.DUMP_WAIT_S)
     assert exits == [health.HUNG_EXIT]
+
+
+def test_the_last_heartbeat_of_a_script_that_failed_points_at_the_failing_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 42, item 10: a script that failed at its second line's import left `ranks` at line 1, the last
+    # place the watcher had sampled; its last heartbeat takes the uncaught exception's own frame.
+    watcher = health.Watcher(_env(tmp_path))
+    watcher.last = {**health.classify([("/job/train.py", 1, "<module>")]), "top": ""}
+    try:
+        exec(compile("import os\nimport nosuchmod_vertexdist\n", "/job/train.py", "exec"), {})
+    except ModuleNotFoundError as exc:
+        monkeypatch.setattr("sys.last_traceback", exc.__traceback__, raising=False)
+    watcher.finish()
+    beat = json.loads((tmp_path / "ranks" / "rank-3.json").read_text())
+    assert (beat["state"], beat["where"], beat["at"]) == ("exited", "<module> (train.py:2)", "train.py:2")
+
+
+def test_an_uncaught_exception_is_kept_as_the_interpreter_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # run_as_python ends a forked script as Python would: sys.last_traceback is what the watcher reads.
+    import sys
+
+    from vertexdist.shipped.vertexdist_launcher import fork_protocol
+
+    monkeypatch.setattr(sys, "excepthook", lambda *_: None)
+    for name in ("last_type", "last_value", "last_traceback"):
+        monkeypatch.setattr(sys, name, None, raising=False)
+    try:
+        raise ImportError("no")
+    except ImportError as exc:
+        fork_protocol.report_uncaught(exc)
+        assert sys.last_value is exc and sys.last_traceback is exc.__traceback__

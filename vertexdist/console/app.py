@@ -35,7 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from vertexdist import peer_uid, request_guard
 from vertexdist.backends.base import SEVERITIES, TERMINAL_STATES, LogQuery, StateChange
 from vertexdist.console.jobs import KINDS, Console, JobRow, NotFound, Unavailable
-from vertexdist.console.notes import service_notes, silence_notice
+from vertexdist.console.notes import note_kind, service_notes, silence_notice
 from vertexdist.console.refs import JobRef, parse_ref
 from vertexdist.console.registry import Registry
 from vertexdist.console.serve import is_loopback
@@ -54,6 +54,7 @@ def _environment() -> Environment:
     env.filters["duration"] = duration
     env.filters["stamp"] = stamp
     env.filters["percent"] = percent
+    env.filters["note_kind"] = note_kind
     return env
 
 

@@ -15,6 +15,8 @@ from vertexdist.health.silence import is_silence_line
 from vertexdist.wire.timestamps import parse_ns
 
 SERVICE_TASK = "service"  # the task of a job's own log lines, Vertex's and the emulator's
+HANG_HEAD = "hung: "  # health.verdict.hang_verdict's lines
+STRAGGLER_HEAD = "warning: straggler: "  # health.verdict.straggler_line's
 MAX_NOTES = 200  # a job's own lines read for its page: the latest of them
 
 
@@ -49,6 +51,18 @@ def merge_notes(steps: list[StateChange], notes: list[StateChange]) -> list[Stat
             state = step.state
         out.append(step)
     return out
+
+
+def note_kind(message: str) -> str:
+    """What a job's own line says, for its colour in the page: `hang` (a hang verdict), `straggler` (a
+    straggler's warning: no failure, so not a hang's red), `silence` (a silent job), else ""."""
+    if message.startswith(HANG_HEAD):
+        return "hang"
+    if message.startswith(STRAGGLER_HEAD):
+        return "straggler"
+    if is_silence_line(message):
+        return "silence"
+    return ""
 
 
 def silence_notice(timeline: list[StateChange], state: str) -> StateChange | None:

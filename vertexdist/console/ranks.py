@@ -59,6 +59,23 @@ def panel(report: dict[str, Any]) -> dict[str, Any]:
         ],
         "verdict": report.get("verdict"),
         "ended": bool(report.get("ended")),
+        "bars": ended_bars(rows) if report.get("ended") else None,
+    }
+
+
+def ended_bars(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """An ended job's chart: each rank's own step time at its last heartbeat, a bar from zero, the
+    stragglers marked. The live chart's points are gathered while the page watches the job; a job that had
+    ended gives one heartbeat per rank, which a line chart drew as one dot on a -1..1 s axis. None where no
+    rank has a step time."""
+    timed = sorted((row for row in rows if row.get("own_step_s") is not None), key=lambda row: row["rank"])
+    if not timed:
+        return None
+    return {
+        "title": "own step time per rank at its last heartbeat (s)",
+        "labels": [f"rank {row['rank']}" for row in timed],
+        "values": [row["own_step_s"] for row in timed],
+        "stragglers": [bool(row.get("straggler")) for row in timed],
     }
 
 

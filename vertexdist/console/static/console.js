@@ -135,6 +135,25 @@
     });
     charts.set(id, chart);
   }
+  // An ended job's ranks: a bar per rank from zero, stragglers in amber (the Ranks panel's /api/ranks `bars`).
+  function barChart(container, id, bars) {
+    if (charts.has(id)) return;
+    const figure = el("figure", { class: "chart", "data-tag": bars.title });
+    figure.append(el("figcaption", {}, bars.title));
+    const canvas = el("canvas", { "aria-label": bars.title, role: "img" });
+    figure.append(canvas);
+    container.append(figure);
+    const colors = bars.stragglers.map((late) => (late ? "#b06000" : COLORS[0]));
+    charts.set(id, new Chart(canvas, {
+      type: "bar",
+      data: { labels: bars.labels, datasets: [{ label: "own step time (s)", data: bars.values, backgroundColor: colors }] },
+      options: {
+        animation: false,
+        scales: { y: { type: "linear", beginAtZero: true, title: { display: true, text: "s" } } },
+        plugins: { legend: { display: false } },
+      },
+    }));
+  }
   window.vertexdistCharts = { lineChart, COLORS }; // registry.js's comparison charts draw with these
 
   async function drawMetrics(job) {
@@ -233,7 +252,9 @@
         pointRadius: points.length > 60 ? 0 : 2,
         borderWidth: 1.5,
       }));
-      if (datasets.some((d) => d.data.length)) {
+      if (data.bars && !datasets.some((d) => d.data.length > 1)) {
+        barChart(document.getElementById("ranks-charts"), "ranks:ended", data.bars); // one heartbeat per rank
+      } else if (datasets.some((d) => d.data.length)) {
         lineChart(document.getElementById("ranks-charts"), "ranks:own-step", "own step time per rank (s)", "step", datasets);
       }
     }

@@ -70,7 +70,10 @@ def report_uncaught(exc: BaseException, own_files: Collection[str] = ()) -> None
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename in own_files:
         tb = tb.tb_next
-    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+    # kept where the interpreter keeps an uncaught exception, before atexit: the watcher's last heartbeat
+    # points at its frame (health.Watcher.finish)
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc.with_traceback(tb), tb
+    sys.excepthook(type(exc), exc, tb)
 
 
 def run_as_python(main: Callable[[], object], own_files: Collection[str] = ()) -> int:

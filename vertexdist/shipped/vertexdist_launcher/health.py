@@ -567,8 +567,21 @@ class Watcher:
         if self.dir is None or self.stopping:
             return
         with contextlib.suppress(Exception):
+            self._take_uncaught()
             beat = {**self.beat(), "state": "exited"}
             self.write_file(os.path.join(BEATS_DIR, f"rank-{self.rank}.json"), json.dumps(beat))
+
+    def _take_uncaught(self) -> None:
+        """Where the main thread's uncaught exception was raised (the interpreter keeps it as
+        `sys.last_traceback` before atexit), instead of the last sample: a script that failed at its second
+        line's import is shown there, not at line 1 where the watcher last saw it."""
+        tb = getattr(sys, "last_traceback", None)
+        frames: list[tuple[str, int, str]] = []
+        while tb is not None:
+            frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name))
+            tb = tb.tb_next
+        if frames:
+            self.last = {**classify(frames, self.world_size > 1), "top": top_frame(frames)}
 
     def _path(self, *parts: str) -> str:
         assert self.dir is not None
