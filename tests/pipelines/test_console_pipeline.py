@@ -64,6 +64,7 @@ def test_a_pipeline_run_lists_and_shows_its_dag_tasks_and_data(
     listed = client.get("/api/jobs").json()
     row = next(r for r in listed["jobs"] if r["ref"] == f"vertex/pipelineJobs/{job.job_id}")
     assert (row["kind"], row["state"], row["url"]) == ("pipeline", "SUCCEEDED", f"/pipelines/{job.job_id}")
+    assert row["displayName"] == "<two steps>" and row["startTime"] and row["durationS"] is not None
     assert f'href="/pipelines/{job.job_id}"' in client.get("/", params={"kind": "pipeline"}).text
 
     view = client.get(f"/api/pipelines/{job.job_id}").json()

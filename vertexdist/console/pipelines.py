@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 PIPELINE_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,127}")
 COLLECTION = "pipelineJobs"
 CALL_TIMEOUT_S = 30.0
+LISTED_FIELDS = ["name", "display_name", "state", "create_time", "start_time", "end_time"]
 GCP = "gcp_resources"  # a google-cloud-pipeline-components step's output: what it made, shown as a link
 
 
@@ -213,9 +214,9 @@ def as_json(message: Any) -> dict[str, Any]:
 
 
 def list_pipeline_jobs(backend: VertexBackend, limit: int) -> list[dict[str, Any]]:
-    """The target's PipelineJobs, newest first, without their specs (`read_mask`-less lists on Vertex carry
-    them; only the list's fields are kept)."""
-    request = {"parent": backend.target.parent, "page_size": limit}
+    """The target's PipelineJobs, newest first: only the list's fields (`read_mask`; without one Vertex sends
+    each job's whole PipelineSpec and task details)."""
+    request = {"parent": backend.target.parent, "page_size": limit, "read_mask": {"paths": LISTED_FIELDS}}
     pager = backend._call(
         f"listing {COLLECTION}",
         lambda: backend.clients.pipelines.list_pipeline_jobs(request=request, timeout=CALL_TIMEOUT_S),
