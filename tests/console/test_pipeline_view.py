@@ -38,7 +38,7 @@ def _task(ident: str, name: str, parent: str, state: str, **more: Any) -> dict[s
     return {"taskId": ident, "taskName": name, "parentTaskId": parent, "state": state, **more}
 
 
-def test_view_lays_out_the_root_dag_and_nests_loop_tasks() -> None:
+def _running_job() -> dict[str, Any]:
     metadata = {"input:rows": 4.0, "output:Output": "gs://b/x"}
     outputs = {"data": {"artifacts": [{"uri": "gs://b/data", "schemaTitle": "system.Dataset"}]}}
     gcp = json.dumps({"resources": [{"resourceType": "CustomJob", "resourceUri": JOB_URI}]})
@@ -61,7 +61,11 @@ def test_view_lays_out_the_root_dag_and_nests_loop_tasks() -> None:
             ]
         },
     }
-    view = pipeline_view(job)
+    return job
+
+
+def test_view_lays_out_the_root_dag_and_nests_loop_tasks() -> None:
+    view = pipeline_view(_running_job())
     assert view["state"] == "RUNNING" and not view["done"] and view["rootTask"] == "1"
     assert view["parameters"] == [{"name": "rows", "value": "4"}]
     assert [[t["name"] for t in level] for level in view["levels"]] == [["loop", "prep"], ["train"]]
@@ -74,3 +78,15 @@ def test_view_lays_out_the_root_dag_and_nests_loop_tasks() -> None:
     dataset = {"name": "data", "uri": "gs://b/data", "type": "system.Dataset"}
     assert rows["prep"]["outputArtifacts"] == [dataset]
     assert rows["train"]["outputs"] == []  # gcp_resources shows as the CustomJob link, not as text
+
+
+def test_page_escapes_text_links_the_custom_job_and_reloads_while_running() -> None:
+    from vertexdist.console.app import _environment
+
+    job = _running_job()
+    job["jobDetail"]["taskDetails"][4]["error"] = {"message": "<script>alert(1)</script>"}
+    html = _environment().get_template("pipeline.html").render(p=pipeline_view(job), remote="")
+    assert "<b>train</b>" not in html and "&lt;b&gt;train&lt;/b&gt;" in html
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)" in html
+    assert html.count('href="/jobs/vertex/customJobs/42"') == 2  # its box in the graph, its row in the table
+    assert 'data-refresh="5"' in html and 'data-level="1"' in html

@@ -82,6 +82,7 @@ def test_a_pipeline_run_lists_and_shows_its_dag_tasks_and_data(
     assert page.status_code == 200
     assert "&lt;two steps&gt;" in page.text and "<two steps>" not in page.text
     assert 'data-task="count-rows"' in page.text and made["uri"] in page.text
+    assert "data-refresh" not in page.text  # an ended run's page stops reloading itself
     for bad in ("no-such-run", "UPPER", "a.b", "a%2Fb", "a/b"):
         assert client.get(f"/pipelines/{bad}").status_code == 404, bad
         assert client.get(f"/api/pipelines/{bad}").status_code == 404, bad
