@@ -413,7 +413,7 @@ class Console:
 
         try:
             jobs = list_pipeline_jobs(remote, 500)
-        except VertexdistError as exc:
+        except VertexdistError as exc:  # no answer, or one the SDK cannot read (pipelines.Unavailable)
             problems.append(f"{self.remote_label}: {self.problem(exc)}")
             return []
         rows = []

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vertexdist.console.errors import NotFound
+from vertexdist.console.errors import NotFound, Unavailable
 from vertexdist.console.refs import JobRef, vertex_ref
 
 if TYPE_CHECKING:
@@ -221,17 +221,21 @@ def list_pipeline_jobs(backend: VertexBackend, limit: int) -> list[dict[str, Any
         f"listing {COLLECTION}",
         lambda: backend.clients.pipelines.list_pipeline_jobs(request=request, timeout=CALL_TIMEOUT_S),
     )
+    from google.protobuf.json_format import ParseError
+
     found = []
-    for _, job in zip(range(limit), pager, strict=False):
-        data = as_json(job)
-        data.pop("pipelineSpec", None)
-        data.pop("jobDetail", None)
-        found.append(data)
+    try:
+        for _, job in zip(range(limit), pager, strict=False):  # later pages are read while iterating
+            found.append(as_json(job))
+    except ParseError as exc:  # a job outside the SDK's proto (an emulator folder older than its checks)
+        raise Unavailable(f"listing {COLLECTION}: an answer could not be read: {exc}") from None
     return found
 
 
 def get_pipeline_job(backends: Sequence[VertexBackend], ident: str) -> dict[str, Any]:
     """The PipelineJob `ident` of the first of `backends`' projects that has one; NotFound if none does."""
+    from google.protobuf.json_format import ParseError
+
     from vertexdist.backends.errors import ApiCallError
 
     if not PIPELINE_ID.fullmatch(ident):
@@ -247,5 +251,7 @@ def get_pipeline_job(backends: Sequence[VertexBackend], ident: str) -> dict[str,
             if exc.status == 404:
                 continue
             raise
+        except ParseError as exc:
+            raise Unavailable(f"{name} cannot be read: {exc}") from None
         return as_json(job)
     raise NotFound(f"no pipeline {ident}")
