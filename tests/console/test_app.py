@@ -161,6 +161,11 @@ BAD_PATHS = [
     "/jobs/",
     "/jobs/local/{ok}/",
     "/jobs//etc/passwd",
+    "/pipelines/run-1",  # a pipeline id, no Vertex target here
+    "/pipelines/..%2F..%2Fsecret.txt",
+    "/pipelines/%2e%2e",
+    "/api/pipelines/Not_An_Id",
+    "/api/pipelines/run-1/tasks",
 ]
 
 
@@ -208,7 +213,8 @@ def test_host_header_and_token(console: Console, runs: dict[str, Any]) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     prefix=st.sampled_from(["/", "/jobs/", "/jobs/local/", "/jobs/vertex/", "/api/logs/", "/api/status/",
-                            "/api/metrics/", "/api/jobs", "/static/"]),
+                            "/api/metrics/", "/api/jobs", "/static/", "/pipelines/",
+                            "/api/pipelines/"]),
     tail=st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r\n#?"), max_size=40),
     query=st.dictionaries(
         st.sampled_from(["state", "kind", "where", "q", "page", "replica", "severity", "token"]),

@@ -113,6 +113,10 @@ def test_train_evaluate_and_register_then_a_cached_rerun(
     assert ran["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"] == model_folder
     scores = first["evaluate"].execution.metadata
     assert scores["output:job"] == custom_job and scores["output:loss"] < 1000.0
+    from vertexdist.console.pipelines import custom_job_path  # the console's link to the step's job page
+
+    link = custom_job_path(dict(first["cpu-small"].execution.metadata))
+    assert link == f"vertex/{custom_job.split('/', 4)[4]}"
     uploaded = first["small-upload"].execution.metadata["model"]
     model = pipeline_emulator.models.get(uploaded)
     assert model["displayName"] == "small" and model["artifactUri"] == f"{model_folder}/model"

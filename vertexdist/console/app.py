@@ -302,6 +302,14 @@ def build_app(
         ref = _ref(request)
         return JSONResponse(await run_in_threadpool(ranks_data, console, ref))
 
+    # --- the pipeline page (console.pipelines) ---------------------------------------------------
+    async def pipeline_page(request: Request) -> Response:
+        view = await run_in_threadpool(console.pipeline, str(request.path_params["ident"]))
+        return render("pipeline.html", p=view)
+
+    async def pipeline_json(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(console.pipeline, str(request.path_params["ident"])))
+
     async def jobs_json(request: Request) -> Response:
         rows, problems = await run_in_threadpool(console.rows)
         return JSONResponse({"jobs": [_row_json(row) for row in rows], "problems": problems})
@@ -437,6 +445,8 @@ def build_app(
             Route("/api/metrics/{ref:path}", metrics_json),
             Route("/api/logs/{ref:path}", log_stream),
             Route("/api/ranks/{ref:path}", ranks_json),  # the Ranks panel
+            Route("/pipelines/{ident}", pipeline_page),  # the pipeline page
+            Route("/api/pipelines/{ident}", pipeline_json),
             Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=middleware,
@@ -490,6 +500,7 @@ def _step_json(step: Any) -> dict[str, Any]:
 def _row_json(row: JobRow) -> dict[str, Any]:
     return {
         "ref": row.ref.path,
+        "url": row.url,
         "displayName": row.display_name,
         "kind": row.kind,
         "state": row.state,

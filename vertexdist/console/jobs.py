@@ -106,6 +106,14 @@ class JobRow:
     def sort_key(self) -> str:
         return self.create_time or self.start_time or ""
 
+    @property
+    def url(self) -> str:
+        """The row's page: a PipelineJob's is its pipeline page, any other job's its job page."""
+        collection, _, ident = self.ref.job.partition("/")
+        if self.ref.source == "vertex" and collection == "pipelineJobs":
+            return f"/pipelines/{ident}"
+        return f"/jobs/{self.ref.path}"
+
 
 @dataclass(frozen=True)
 class JobPage:
@@ -313,6 +321,7 @@ class Console:
                     ledger = self._remote_ledger(ref, remote, status.name)
                     row = dataclasses.replace(row, goodput=ledger.goodput if ledger is not None else None)
                 rows.append(row)
+            rows += self._pipeline_rows(remote, now, problems)
         rows.sort(key=lambda row: row.sort_key, reverse=True)
         return rows, problems
 
@@ -396,6 +405,51 @@ class Console:
         kind = KIND_MANAGED if MANAGED_LABEL in status.labels else _KIND_OF_COLLECTION[ref.job.split("/")[0]]
         cost = job_cost(status.spec, status.location, duration_s(status, now))
         return self._row(ref, status, kind, self.remote_where, cost)
+
+    # --- pipelines (console.pipelines) -------------------------------------------------------------
+    def _pipeline_rows(self, remote: VertexBackend, now: float, problems: list[str]) -> list[JobRow]:
+        """The target's PipelineJobs as list rows (kind "pipeline"); a failed list is one problem line."""
+        from vertexdist.console.pipelines import list_pipeline_jobs, pipeline_ref, short_state
+
+        try:
+            jobs = list_pipeline_jobs(remote, 500)
+        except VertexdistError as exc:  # no answer, or one the SDK cannot read (pipelines.Unavailable)
+            problems.append(f"{self.remote_label}: {self.problem(exc)}")
+            return []
+        rows = []
+        for job in jobs:
+            ref = pipeline_ref(str(job.get("name", "")))
+            if ref is None:
+                continue
+            state = short_state(job.get("state"))
+            created, started, ended = (job.get(k) or None for k in ("createTime", "startTime", "endTime"))
+            start = _seconds(started) or _seconds(created)
+            end = _seconds(ended) or (now if state not in TERMINAL_STATES else start)
+            rows.append(
+                JobRow(
+                    ref=ref,
+                    display_name=str(job.get("displayName") or ref.job.split("/")[-1]),
+                    kind=KIND_PIPELINE,
+                    state=state,
+                    where=self.remote_where,
+                    create_time=created,
+                    start_time=started,
+                    end_time=ended,
+                    duration_s=max(0.0, end - start) if start is not None and end is not None else None,
+                    cost=None,
+                )
+            )
+        return rows
+
+    def pipeline(self, ident: str) -> dict[str, Any]:
+        """A PipelineJob as the pipeline page shows it (`pipelines.pipeline_view`), from the first listed
+        project that has it."""
+        from vertexdist.console.pipelines import PIPELINE_ID, get_pipeline_job, pipeline_view
+
+        if not PIPELINE_ID.fullmatch(ident):
+            raise NotFound("no such pipeline")
+        self._remote()
+        return pipeline_view(self._call(lambda: get_pipeline_job(self._listed(), ident)))
 
     # --- one job ----------------------------------------------------------------------------------
     def _call(self, what: Callable[[], Any]) -> Any:

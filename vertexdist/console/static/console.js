@@ -306,7 +306,7 @@
   }
 
   function refreshList() {
-    const table = document.getElementById("jobs");
+    const table = document.getElementById("jobs") || document.getElementById("pipeline");
     if (table && table.dataset.refresh) {
       setTimeout(() => window.location.reload(), Number(table.dataset.refresh) * 1000);
     }
