@@ -56,7 +56,10 @@ def test_a_pipeline_that_does_not_compile_is_named_at_its_line(tmp_path: Path) -
 def test_a_compiled_spec_is_checked_and_says_its_templates_are_not(tmp_path: Path) -> None:
     spec = _write(tmp_path, "spec.yaml", "pipelineInfo: {name: p}\nroot: {dag: {tasks: {}}}\n")
     assert is_pipeline_file(spec) and not is_pipeline_file(TEMPLATES / "cpu-small.yaml")
-    assert [p.severity for p in check_pipeline(spec)] == ["note"]
+    assert check_pipeline(spec) == []
+    launcher = "{executors: {e: {container: {command: [python3, -m, x.custom_job.launcher]}}}}"
+    step = _write(tmp_path, "step.yaml", spec.read_text() + f"deploymentSpec: {launcher}\n")
+    assert [p.severity for p in check_pipeline(step)] == ["note"]
     broken = _write(tmp_path, "broken.yaml", "pipelineInfo: {name: p}\nroot: {dag: {nope: 1}}\n")
     [problem] = check_pipeline(broken)
     assert problem.severity == "error" and "not a valid PipelineSpec" in problem.message

@@ -12,6 +12,8 @@ A compiled PipelineSpec (.yaml/.json) is checked against kfp's PipelineSpec mess
 
 from __future__ import annotations
 
+import json
+import re
 import tempfile
 import traceback
 from pathlib import Path
@@ -20,6 +22,12 @@ from typing import Any
 from vertexdist.errors import Problem, VertexdistError
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+_HEAD = 64 * 1024
+_SPEC_KEY = re.compile(
+    rb'^# PIPELINE DEFINITION|^"?(components|pipelineInfo|pipelineSpec|deploymentSpec)"?\s*:'
+    rb'|"(pipelineInfo|pipelineSpec)"\s*:',
+    re.M,
+)
 
 
 def is_pipeline_file(path: Path) -> bool:
@@ -29,7 +37,18 @@ def is_pipeline_file(path: Path) -> bool:
         return False
     if path.suffix == ".py":
         return True
-    return path.suffix in SPEC_SUFFIXES and _spec_of(path) is not None
+    return path.suffix in SPEC_SUFFIXES and _names_a_spec(path) and _spec_of(path) is not None
+
+
+def _names_a_spec(path: Path) -> bool:
+    """Whether the file's start names a PipelineSpec's keys (so a template, however large, is not parsed
+    twice): kfp's compiler writes a `# PIPELINE DEFINITION` header, then `components:` ... `pipelineInfo:`"""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_HEAD)
+    except OSError:
+        return False
+    return _SPEC_KEY.search(head) is not None
 
 
 def _spec_of(path: Path) -> dict[str, Any] | None:
@@ -139,6 +158,8 @@ def _check_spec(path: Path) -> list[Problem]:
         json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())
     except json_format.ParseError as exc:
         return [Problem(str(path), 1, 1, "", f"not a valid PipelineSpec: {exc}", None)]
+    if "custom_job.launcher" not in json.dumps(spec.get("deploymentSpec", {})):
+        return []  # no CustomJob step: nothing more to check
     return [
         Problem(
             str(path),
