@@ -33,7 +33,7 @@ def test_each_task_reads_its_main_job_and_the_custom_jobs_it_started() -> None:
                     "taskName": "train",
                     "state": "RUNNING",
                     "executorDetail": {
-                        "containerDetail": {"mainJob": f"{JOB}/2"},
+                        "containerDetail": {"mainJob": f"{JOB}/2", "failedMainJobs": [f"{JOB}/3"]},
                         "customJobDetail": {"job": f"{JOB}/7"},
                     },
                     "execution": {"metadata": {"output:gcp_resources": json.dumps(resources)}},
@@ -44,7 +44,7 @@ def test_each_task_reads_its_main_job_and_the_custom_jobs_it_started() -> None:
         }
     }
     found = [(t.task, t.job.rsplit("/", 1)[-1], t.ended) for t in task_jobs(run)]
-    assert found == [("prep", "1", True), ("train", "2", False), ("train", "7", False)]
+    assert found == [("prep", "1", True), ("train", "3", False), ("train", "2", False), ("train", "7", False)]
     assert task_jobs(run)[0].create_time == "2026-01-01T00:00:00Z"
     assert task_jobs({}) == []
 

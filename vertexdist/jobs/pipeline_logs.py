@@ -3,8 +3,9 @@
 On Vertex every task of a pipeline runs as a CustomJob: its task detail names it in
 `executorDetail.containerDetail.mainJob` (`projects/P/locations/L/customJobs/ID`), and what the task's
 container prints is Cloud Logging entries of resource `ml_job` with `job_id` ID
-(https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.pipelineJobs#pipelinetaskexecutordetail,
-https://cloud.google.com/vertex-ai/docs/pipelines/logging). A google-cloud-pipeline-components CustomJob step
+(https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.pipelineJobs#pipelinetaskexecutordetail:
+"the name of the CustomJob for the main container execution"; earlier attempts' in `failedMainJobs`, in
+chronological order). A google-cloud-pipeline-components CustomJob step
 (a `training_step`) starts one more CustomJob, the training itself, and names it in its `gcp_resources`
 output parameter (`{"resources": [{"resourceType": "CustomJob", "resourceUri": "https://.../v1/projects/
 .../customJobs/ID"}]}`, google-cloud-pipeline-components' `gcp_resources.proto`), which Vertex shows in the
@@ -61,13 +62,15 @@ def _gcp_resources_jobs(value: object) -> list[str]:
 
 def task_jobs(job: dict[str, Any]) -> list[TaskJob]:
     """Each task's CustomJobs in a PipelineJob (its REST JSON), in the order the tasks were made (pure):
-    the task's own (`containerDetail.mainJob`), then any it started (`customJobDetail.job`, and the
+    the task's own (`containerDetail`: failed attempts', then `mainJob`), then any it started (`customJobDetail.job`, and the
     CustomJobs its `gcp_resources` output names)."""
     found: list[TaskJob] = []
     for task in job.get("jobDetail", {}).get("taskDetails", []):
         executor = task.get("executorDetail", {})
+        container = executor.get("containerDetail", {})
         names = [
-            executor.get("containerDetail", {}).get("mainJob", ""),
+            *container.get("failedMainJobs", []),
+            container.get("mainJob", ""),
             executor.get("customJobDetail", {}).get("job", ""),
             *_gcp_resources_jobs(task.get("execution", {}).get("metadata", {}).get("output:gcp_resources")),
         ]
