@@ -62,8 +62,8 @@ def _gcp_resources_jobs(value: object) -> list[str]:
 
 def task_jobs(job: dict[str, Any]) -> list[TaskJob]:
     """Each task's CustomJobs in a PipelineJob (its REST JSON), in the order the tasks were made (pure):
-    the task's own (`containerDetail`: failed attempts', then `mainJob`), then any it started (`customJobDetail.job`, and the
-    CustomJobs its `gcp_resources` output names)."""
+    the task's own (`containerDetail`: failed attempts', then `mainJob`), then any it started
+    (`customJobDetail.job`, and the CustomJobs its `gcp_resources` output names)."""
     found: list[TaskJob] = []
     for task in job.get("jobDetail", {}).get("taskDetails", []):
         executor = task.get("executorDetail", {})
