@@ -17,6 +17,7 @@ from kfp import dsl
 
 @dsl.component
 def add(a: int, b: int) -> int:
+    print(f"adding {a} and {b}")
     return a + b
 
 @dsl.pipeline(name="adder")
@@ -84,6 +85,24 @@ def test_pipeline_run_follow_list_and_status(
     assert code == 0 and name in out
     code, out = _run(["pipeline", "status", name, *where], capsys)
     assert code == 0 and "add-2" in out and "SUCCEEDED" in out
+    # Each task's lines through the emulated Cloud Logging API, as entries of the CustomJob its task
+    # detail names (executorDetail.containerDetail.mainJob), as on Vertex.
+    mains = [
+        d["executorDetail"]["containerDetail"]["mainJob"]
+        for d in job["jobDetail"]["taskDetails"]
+        if d["taskName"] in ("add", "add-2")
+    ]
+    assert len(mains) == 2 and all("/customJobs/" in m for m in mains)
+    code, out = _run(["pipeline", "logs", name, *where], capsys)
+    assert code == 0, out
+    assert "add: adding 5 and 2" in out.splitlines() and "add-2: adding 7 and 2" in out.splitlines()
+    code, out = _run(["pipeline", "logs", name, "--task", "add-2", "--follow", *where], capsys)
+    assert code == 0 and "add-2: adding 7 and 2" in out.splitlines() and "add: " not in out
+    from vertexdist.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main.run(["pipeline", "logs", name, "--task", "nope", *where])
+    assert exit_info.value.code == 2 and "its tasks: add, add-2" in capsys.readouterr().err
 
 
 def test_params_read_as_json_where_they_can() -> None:

@@ -96,12 +96,14 @@ def test_train_evaluate_and_register_then_a_cached_rerun(
     path = tmp_path / "train.yaml"
     compiler.Compiler().compile(train_flow, str(path))
     runs = []
+    names = []
     for _ in range(2):
         job = aip.PipelineJob(display_name="train-flow", template_path=str(path), pipeline_root=ROOT)
         job.submit()
         job.wait()
         assert job.state.name == "PIPELINE_STATE_SUCCEEDED", job.gca_resource.error
         runs.append({t.task_name: t for t in job.task_details})
+        names.append(job.resource_name)
     first, again = runs
     custom_job = first["cpu-small"].executor_detail.custom_job_detail.job
     ran = pipeline_emulator.store.get(custom_job)
@@ -132,3 +134,30 @@ def test_train_evaluate_and_register_then_a_cached_rerun(
         == (first["small-upload"].execution.metadata["output:gcp_resources"])
     )
     assert len(pipeline_emulator.models.versions(uploaded.split("@")[0])) == 1  # not registered twice
+    # `pipeline logs`' reader: the training task's lines are its CustomJob's (named in gcp_resources), from
+    # both replicas, through the emulated Cloud Logging API.
+    lines = _task_lines(pipeline_emulator, names[0], "cpu-small")
+    assert any(line.startswith("cpu-small: ") for line in lines), lines[-5:]
+    assert any(line.startswith("cpu-small/workerpool1-0: ") for line in lines), lines[-5:]
+
+
+def _task_lines(emulator: Any, name: str, task: str) -> list[str]:
+    from google.protobuf import json_format
+
+    from vertexdist.backends.config import Target
+    from vertexdist.jobs.pipeline_logs import PipelineLogs
+
+    target = Target("pipe-proj", "us-central1", api_endpoint=emulator.vertex_endpoint, api_transport="rest")
+
+    def get() -> dict[str, Any]:
+        return dict(json_format.MessageToDict(aiplatform_job(name).gca_resource._pb))
+
+    lines: list[str] = []
+    PipelineLogs(target, get).show(lines.append, task=task)
+    return lines
+
+
+def aiplatform_job(name: str) -> Any:
+    from google.cloud import aiplatform
+
+    return aiplatform.PipelineJob.get(name)

@@ -1,9 +1,10 @@
-"""`vertexdist pipeline run|list|status|cancel`: Vertex AI PipelineJobs (on Vertex or the emulator).
+"""`vertexdist pipeline run|list|status|cancel|logs`: Vertex AI PipelineJobs (on Vertex or the emulator).
 
 `run FILE.py|FILE.yaml` compiles the file's `@dsl.pipeline` function (or takes a compiled PipelineSpec) and
 submits it through google-cloud-aiplatform; `--follow` prints each task's state as it changes. Needs the
 `pipelines` extra (kfp) to compile. Exit codes: 0 fine (a followed run SUCCEEDED); 1 the run failed or a
-call failed; 2 usage.
+call failed; 2 usage. `logs RUN [--task NAME] [--follow]` reads each task's lines from Cloud Logging
+(`jobs.pipeline_logs`), on Vertex and on the emulator alike.
 """
 
 from __future__ import annotations
@@ -148,9 +149,41 @@ def cancel(
         typer.echo(f"cancelling {name}")
 
 
+def logs(
+    name: RunName,
+    task: str | None = typer.Option(None, "--task", help="Only this task's lines (its name in the run)."),
+    follow: bool = typer.Option(False, "--follow", help="Print lines as they come until the run ends."),
+    project: Project = None,
+    location: Location = None,
+    endpoint: Endpoint = None,
+    transport: Transport = None,
+    emulator: UseEmulator = False,
+    emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
+) -> None:
+    """Each task's log lines, prefixed by the task's name, from Cloud Logging (each task runs as a
+    CustomJob; a training step's own CustomJob too). With --follow, exits 1 when the run did not succeed."""
+    from google.protobuf import json_format
+
+    from vertexdist.jobs.pipeline_logs import PipelineLogs
+    from vertexdist.jobs.pipeline_runs import PipelineRuns
+
+    with _runs(project, location, endpoint, transport, emulator, emulator_data_dir) as backend:
+        runs = PipelineRuns(backend.target)
+
+        def get() -> dict[str, Any]:
+            found: dict[str, Any] = json_format.MessageToDict(runs.get(name).gca_resource._pb)
+            return found
+
+        state = PipelineLogs(backend.target, get).show(typer.echo, task=task, follow=follow)
+        if follow and state != "PIPELINE_STATE_SUCCEEDED":
+            typer.echo(state)
+            raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     pipeline_app.command("run")(run)
     pipeline_app.command("list")(list_runs)
     pipeline_app.command("status")(status)
     pipeline_app.command("cancel")(cancel)
+    pipeline_app.command("logs")(logs)
     app.add_typer(pipeline_app, name="pipeline")

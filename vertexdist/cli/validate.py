@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -25,8 +26,6 @@ from vertexdist.cli.targets import (
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from vertexdist.errors import Problem
     from vertexdist.jobs.where import JobPlace
     from vertexdist.spec.models import JobTemplate
@@ -69,9 +68,11 @@ def _count(problems: list[Problem], severity: str) -> int:
     return sum(p.severity == severity for p in problems)
 
 
-def _summary(files: int, problems: list[Problem]) -> str:
+def _summary(files: int, problems: list[Problem], pipelines: int = 0) -> str:
     errors, warnings, notes = (_count(problems, s) for s in ("error", "warning", "note"))
     noun = "template" if files == 1 else "templates"
+    if pipelines:
+        noun = f"pipeline{'s' * (pipelines != 1)}" if files == pipelines else f"{noun} and pipelines"
     counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
     counts += f", {notes} note{'s' * (notes != 1)}" if notes else ""
     return f"{files} {noun} checked: {counts}"
@@ -99,7 +100,9 @@ def validate(
     paths: list[str] = typer.Argument(
         ...,
         help="Template files, or folders: their *.yaml / *.yml files that look like templates (mostly"
-        " template fields at the top level, or in a job_templates folder); hidden folders are not searched.",
+        " template fields at the top level, or in a job_templates folder); hidden folders are not searched."
+        " A pipeline file (.py, or a compiled PipelineSpec) is compiled and its training steps' templates"
+        " checked.",
     ),
     output_format: str = typer.Option(
         "text", "--format", help="text, json or github (workflow annotations)."
@@ -117,30 +120,41 @@ def validate(
     emulator: UseEmulator = False,
     emulator_data_dir: EmulatorDataDir = EMULATOR_DATA_DIR,
 ) -> None:
-    """Check job templates: fields, machine/accelerator fit, reduction servers, URIs, labels."""
+    """Check job templates (fields, machine/accelerator fit, reduction servers, URIs, labels), pipelines."""
     from vertexdist.errors import UsageError
     from vertexdist.spec.loader import find_templates, inspect_file
 
     if output_format not in FORMATS:
         raise UsageError(f"unknown --format {output_format!r}", hint=f"use one of {', '.join(FORMATS)}")
-    found = find_templates(paths)
-    files = found.files
-    if not files:
+    from vertexdist.pipelines.check import check_pipeline, is_pipeline_file
+
+    pipelines = [Path(p) for p in paths if is_pipeline_file(Path(p))]
+    found = (
+        find_templates([p for p in paths if Path(p) not in pipelines])
+        if len(pipelines) < len(paths)
+        else None
+    )
+    files = found.files if found is not None else []
+    skipped = found.skipped if found is not None else []
+    if not files and not pipelines:
         raise UsageError(
             f"no templates (*.yaml, *.yml) under {', '.join(paths)}"
-            + (f"; {_skipped_line(found.skipped)}" if found.skipped else ""),
+            + (f"; {_skipped_line(skipped)}" if skipped else ""),
             hint="pass template files or their folders",
         )
     inspected = [(file, *inspect_file(file)) for file in files]
-    by_file = [(file, found) for file, _template, found in inspected]
+    by_file = [(file, in_file) for file, _template, in_file in inspected]
     if check_resources:
         from vertexdist.jobs.where import JobPlace
 
         place = JobPlace(project, location, endpoint, transport, emulator_data_dir if emulator else None)
         by_file = [
-            (file, found + _resource_problems(file, template, place)) for file, template, found in inspected
+            (file, in_file + _resource_problems(file, template, place))
+            for file, template, in_file in inspected
         ]
-    problems = [problem for _file, found in by_file for problem in found]
+    by_file += [(pipeline, check_pipeline(pipeline)) for pipeline in pipelines]
+    files = [*files, *pipelines]
+    problems = [problem for _file, in_file in by_file for problem in in_file]
     if output_format == "json":
         report = {
             "files": [str(f) for f in files],
@@ -148,7 +162,7 @@ def validate(
             "warnings": _count(problems, "warning"),
             "notes": _count(problems, "note"),
             "problems": [asdict(p) for p in problems],
-            "skipped": [str(f) for f in found.skipped],
+            "skipped": [str(f) for f in skipped],
         }
         print(json.dumps(report, indent=2))
     else:
@@ -158,9 +172,9 @@ def validate(
                 print(render_one(problem))
             if len(in_file) > SHOWN_PER_FILE:
                 print(f"{file}: ... and {len(in_file) - SHOWN_PER_FILE} more problems")
-        if found.skipped:
-            print(_skipped_line(found.skipped), file=sys.stderr)
-        print(_summary(len(files), problems))  # stdout: `2>/dev/null` keeps it
+        if skipped:
+            print(_skipped_line(skipped), file=sys.stderr)
+        print(_summary(len(files), problems, len(pipelines)))  # stdout: `2>/dev/null` keeps it
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(1)
 

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,30 @@ def recording() -> Iterator[set[Path]]:
         yield used
     finally:
         _RECORDING.remove(used)
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """One `training_step` call: its template and where in the pipeline's file it was made."""
+
+    template: Path
+    file: str
+    line: int
+
+
+_STEPS: list[list[StepCall]] = []
+
+
+@contextlib.contextmanager
+def recording_steps() -> Iterator[list[StepCall]]:
+    """Every `training_step` call made while the `with` is open, in order (`validate` checks their
+    templates and names the call's line)."""
+    calls: list[StepCall] = []
+    _STEPS.append(calls)
+    try:
+        yield calls
+    finally:
+        _STEPS.remove(calls)
 
 
 def _template(template: str | Path, overrides: dict[str, Any]) -> Any:
@@ -108,6 +134,10 @@ def training_step(template: str | Path, *, args: list[Any] | None = None, **over
 
     for used in _RECORDING:
         used.add(Path(template).resolve())
+    if _STEPS:
+        caller = sys._getframe(1)  # the @dsl.pipeline function's body, in the pipeline's file
+        for calls in _STEPS:
+            calls.append(StepCall(Path(template), caller.f_code.co_filename, caller.f_lineno))
     inputs: dict[str, Any] = {}
     literal_args: list[str] | None = None
     if args is not None:

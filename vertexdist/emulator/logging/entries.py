@@ -4,7 +4,8 @@ An entry per log line (`local.log_records`: stdout INFO, stderr ERROR, the time 
 the `ml_job` resource (`job_id`, `task_name`, `project_id`), Vertex's labels and `jsonPayload.message`, as in
 a real entry (GoogleCloudPlatform/cortex-data-foundation#42; `logName` is `projects/P/logs/<replica>`
 there too). A tuning job's entries are its trials' CustomJobs' lines with the tuning job's id and each
-trial's id in `labels."ml.googleapis.com/trial_id"` (a trial's own CustomJob id reads them too).
+trial's id in `labels."ml.googleapis.com/trial_id"` (a trial's own CustomJob id reads them too). A pipeline
+task's output is the entries of the CustomJob id its task detail names (`containerDetail.mainJob`).
 
 Entries are ordered by (timestamp, insertId): within a replica times strictly increase, so the order is the
 replicas' lines merged by time. Readers are kept per log file and read only what was appended.
@@ -29,6 +30,7 @@ from vertexdist.wire.timestamps import format_ns
 
 TRIAL_LABEL = "ml.googleapis.com/trial_id"
 _JOB_COLLECTIONS = ("customJobs", "hyperparameterTuningJobs")
+_TASK_ENDED = ("SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED", "NOT_TRIGGERED")
 
 SortKey = tuple[int, str]  # (timestamp ns, insertId)
 
@@ -95,7 +97,7 @@ class JobEntries:
         """The log files whose lines are entries of job `job_id` (a CustomJob's, or a tuning job's trials)."""
         resource = self._find(project, job_id)
         if resource is None:
-            return []
+            return self._of_pipeline_task(project, job_id)
         if "/customJobs/" in resource["name"]:
             return self._of_custom_job(project, job_id, resource["name"], trial="")
         logs = []
@@ -147,6 +149,23 @@ class JobEntries:
             if ident == job_id and collection in _JOB_COLLECTIONS and name.startswith(prefix):
                 return self._service.store.get(name)
         return None
+
+    def _of_pipeline_task(self, project: str, job_id: str) -> list[ReplicaLog]:
+        """A pipeline task's output: on Vertex the task runs as CustomJob `job_id` (its task detail's
+        `executorDetail.containerDetail.mainJob`), one replica, `workerpool0-0`."""
+        prefix = f"projects/{project}/locations/"
+        for name in self._service.store.names():
+            if "/pipelineJobs/" not in name or not name.startswith(prefix):
+                continue
+            job = self._service.store.get(name) or {}
+            task = (job.get("_taskLogs") or {}).get(job_id)
+            if task is None:
+                continue
+            details = job.get("jobDetail", {}).get("taskDetails", [])
+            state = next((d.get("state") for d in details if d.get("taskId") == task["taskId"]), "")
+            final = state in _TASK_ENDED or is_terminal(job)
+            return [ReplicaLog(project, job_id, "workerpool0-0", "", Path(task["log"]), final)]
+        return []
 
     def _of_custom_job(self, project: str, job_id: str, job_name: str, *, trial: str) -> list[ReplicaLog]:
         job = self._service.store.get(job_name) or {}

@@ -32,7 +32,7 @@ from vertexdist.emulator.pipeline_runner.task_process import (
     read_outcome,
     resolve_command,
 )
-from vertexdist.emulator.store import JobStore, is_terminal
+from vertexdist.emulator.store import JobStore, is_terminal, new_id
 from vertexdist.private_files import make_private_dir
 from vertexdist.wire.proto_json import now_rfc3339
 
@@ -142,6 +142,7 @@ class PipelineRun:
         self.recorder = Recorder(store, job_name)
         self.job_id = job_name.rsplit("/", 1)[-1]
         self.project = job_name.split("/")[1]
+        self.location = job_name.split("/")[3]
         self.pipeline_name = str(self.spec.get("pipelineInfo", {}).get("name", "pipeline"))
         self.folder = workspace.tasks_dir / self.job_id
         self._lock = threading.Lock()
@@ -439,9 +440,7 @@ class PipelineRun:
             return self._run_custom_job(name, task_id, command, component, made, input_dict, parameters)
         if custom_job_step.is_model_upload_launcher(command):
             return self._run_model_upload(name, task_id, command, component, made, input_dict, parameters)
-        self.recorder.change(
-            task_id, executorDetail={"containerDetail": {"mainJob": f"{self.job_name}/tasks/{task_id}"}}
-        )
+        self._record_main_job(task_id, task_dir / "log")
         try:
             python = self.workspace.envs.python_for(packages_to_install(command), task_dir / "log")
         except RuntimeError as exc:
@@ -577,6 +576,20 @@ class PipelineRun:
             execution={"metadata": metadata},
         )
         return dag.Result(dag.SUCCEEDED, outcome.parameters, outcome.artifacts, task_name=name)
+
+    def _record_main_job(self, task_id: str, log: Path) -> None:
+        """The task runs as a CustomJob on Vertex, named in `executorDetail.containerDetail.mainJob`
+        (`projects/P/locations/L/customJobs/ID`); its lines are Cloud Logging entries of `ml_job` ID. Here
+        the id is the task's own, and the job's `_taskLogs` (never served) maps it to the task's log file,
+        so the emulated Logging API serves the task's output as that job's entries."""
+        job_id = new_id()
+        main_job = f"projects/{self.project}/locations/{self.location}/customJobs/{job_id}"
+
+        def apply(job: Resource) -> None:
+            job.setdefault("_taskLogs", {})[job_id] = {"log": str(log), "taskId": task_id}
+
+        self.store.update(self.job_name, apply)
+        self.recorder.change(task_id, executorDetail={"containerDetail": {"mainJob": main_job}})
 
     def _fail(self, task_id: str, name: str, message: str) -> dag.Result:
         error = f"task {name!r} failed: {message}"
