@@ -514,15 +514,22 @@ def test_docker_job_interrupted_with_ctrl_c_leaves_no_container_or_network(tmp_p
         text=True,
         preexec_fn=default_sigint,  # Ctrl-C as from a shell (tests/interrupts.py)
     )
-    marker = out / "gcs" / "out" / "workerpool1-0"
+    names = ("workerpool0-0", "workerpool1-0")
+    lines = {name: f"replica {name} hostname {name} master workerpool0-0 resolves True" for name in names}
+
+    def log_of(name: str) -> str:
+        path = out / "logs" / f"{name}.log"
+        return path.read_text() if path.is_file() else ""
+
+    def both_up() -> bool:
+        # Each replica's own line in its log (it reaches the log through the container's output stream, a
+        # moment after the replica wrote its marker), not one replica's marker: the two start apart.
+        return all((out / "gcs" / "out" / name).exists() and lines[name] in log_of(name) for name in names)
+
     deadline = time.monotonic() + 400  # the first run builds the image
-    while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+    while not both_up() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.5)
-    logs = "".join(p.read_text() for p in (out / "logs").glob("*.log")) if (out / "logs").is_dir() else ""
-    assert marker.exists(), "the containers never started: " + logs
-    for name in ("workerpool0-0", "workerpool1-0"):
-        log = (out / "logs" / f"{name}.log").read_text()
-        assert f"replica {name} hostname {name} master workerpool0-0 resolves True" in log
+    assert both_up(), "the containers never both started: " + "".join(log_of(name) for name in names)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stdout + stderr

@@ -4,6 +4,7 @@ condition and exit handler; a failing task; a cancelled run; caching off)."""
 # No `from __future__ import annotations`: kfp reads the components' annotations as types.
 
 import contextlib
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +203,9 @@ def test_caching_off_runs_tasks_an_earlier_run_has_cached(aip: Any, tmp_path: Pa
     for caching in (True, False):
         job = aip.PipelineJob(
             display_name="cached",
+            # Its own id: the SDK's default is the display name and the second, and both runs can end within
+            # one second now that a submit waits on nothing (409 ALREADY_EXISTS, as Vertex answers).
+            job_id=f"cached-{'on' if caching else 'off'}-{uuid.uuid4().hex[:8]}",
             template_path=template,
             pipeline_root=ROOT,
             parameter_values={"rows": 7},  # this test's own inputs: no other test's cache entry matches
