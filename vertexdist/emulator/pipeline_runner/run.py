@@ -25,6 +25,7 @@ from vertexdist.emulator.pipeline_runner.conditions import ConditionError, evalu
 from vertexdist.emulator.pipeline_runner.lineage import PipelineLineage
 from vertexdist.emulator.pipeline_runner.task_process import (
     EnvironmentCache,
+    TaskOutcome,
     TaskProcess,
     executor_input,
     launch,
@@ -391,8 +392,7 @@ class PipelineRun:
         key = cache_key(component, container, parameters, artifacts)
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
-            metadata = {f"input:{k}": v for k, v in parameters.items()}
-            metadata.update({f"output:{k}": v for k, v in hit.parameters.items()})
+            metadata = _execution_metadata(parameters, hit.parameters)
             self.recorder.add(
                 name,
                 parent_id,
@@ -473,8 +473,13 @@ class PipelineRun:
                 task_id, name, f"the task's process exited with code {code}{self._log_tail(task_dir)}"
             )
         outcome = read_outcome(code, component, made, input_dict)
-        metadata = {f"input:{k}": v for k, v in parameters.items()}
-        metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
+        return self._succeeded(task_id, name, parameters, outcome)
+
+    def _succeeded(
+        self, task_id: str, name: str, parameters: dict[str, Any], outcome: TaskOutcome, **extra: str
+    ) -> dag.Result:
+        """A task that ran to its end: its outputs and execution metadata recorded, its result."""
+        metadata: dict[str, Any] = {**_execution_metadata(parameters, outcome.parameters), **extra}
         self.recorder.change(
             task_id,
             dag.SUCCEEDED,
@@ -528,15 +533,7 @@ class PipelineRun:
         make_private_dir(output.parent)
         output.write_text(custom_job_step.gcp_resources(call.location, job_name))
         outcome = read_outcome(0, component, made, input_dict)
-        metadata = {f"input:{k}": v for k, v in parameters.items()}
-        metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
-        self.recorder.change(
-            task_id,
-            dag.SUCCEEDED,
-            outputs=artifact_details(outcome.artifacts),
-            execution={"metadata": metadata},
-        )
-        return dag.Result(dag.SUCCEEDED, outcome.parameters, outcome.artifacts, task_name=name)
+        return self._succeeded(task_id, name, parameters, outcome)
 
     def _run_model_upload(
         self,
@@ -566,16 +563,7 @@ class PipelineRun:
         make_private_dir(output.parent)
         output.write_text(custom_job_step.gcp_resources(call.location, uploaded, kind="Model"))
         outcome = read_outcome(0, component, made, input_dict)
-        metadata = {f"input:{k}": v for k, v in parameters.items()}
-        metadata.update({f"output:{k}": v for k, v in outcome.parameters.items()})
-        metadata["model"] = uploaded
-        self.recorder.change(
-            task_id,
-            dag.SUCCEEDED,
-            outputs=artifact_details(outcome.artifacts),
-            execution={"metadata": metadata},
-        )
-        return dag.Result(dag.SUCCEEDED, outcome.parameters, outcome.artifacts, task_name=name)
+        return self._succeeded(task_id, name, parameters, outcome, model=uploaded)
 
     def _record_main_job(self, task_id: str, log: Path) -> None:
         """The task runs as a CustomJob on Vertex, named in `executorDetail.containerDetail.mainJob`
@@ -607,3 +595,8 @@ class PipelineRun:
 
 def base_env(extra: dict[str, str]) -> dict[str, str]:
     return {**os.environ, **extra}
+
+
+def _execution_metadata(inputs: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+    """A task execution's metadata as Vertex records it: `input:NAME` and `output:NAME` per parameter."""
+    return {**{f"input:{k}": v for k, v in inputs.items()}, **{f"output:{k}": v for k, v in outputs.items()}}
