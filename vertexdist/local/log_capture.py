@@ -10,7 +10,8 @@ read, what the live view tails), and what tells the streams apart costs stdout n
 - stderr goes through a pipe and one thread, which writes it into the same file in whole lines (a partial
   line once stderr has been quiet for `FLUSH_S`), between stdout's lines: it waits until the file ends
   with a newline and has not grown for `QUIET_S` (a print's text and newline are two writes), at most
-  `LINE_WAIT_S`, so a stderr line may trail stdout lines printed just after it, by that much at most. It
+  `LINE_WAIT_S`, so a stderr line may trail stdout lines printed just after it: by that much when its
+  thread gets a core at once, longer on a loaded machine (no order holds across the two streams). It
   knows exactly where each piece landed (O_APPEND, then the descriptor's offset).
 - `workerpool0-0.log.index` says which: a line `STREAM START END UNIX_NS` per region, in file order: `e` for
   a stderr piece the thread wrote, `o` for stdout bytes the thread saw appear (it looks every `FLUSH_S`, and
